@@ -1,0 +1,17 @@
+"""quickdraft: exact speculative decoding for quantized GGUF models on the CPU."""
+
+from ._core import GGUFError, IncompatibleModelsError, QuickdraftError, UnsupportedError
+from .gguf_file import GGUFFile, TensorInfo
+from .inspect import inspect
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "GGUFError",
+    "GGUFFile",
+    "IncompatibleModelsError",
+    "QuickdraftError",
+    "TensorInfo",
+    "UnsupportedError",
+    "inspect",
+]
