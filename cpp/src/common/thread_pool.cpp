@@ -1,0 +1,83 @@
+#include "common/thread_pool.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define QD_PAUSE() _mm_pause()
+#elif defined(__aarch64__)
+#define QD_PAUSE() asm volatile("yield")
+#else
+#define QD_PAUSE() ((void)0)
+#endif
+
+namespace qd {
+
+int ThreadPool::default_threads() {
+  const unsigned n = std::thread::hardware_concurrency();
+  return n == 0 ? 1 : (int)n;
+}
+
+ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads > 0 ? n_threads : default_threads()) {
+  for (int i = 1; i < n_threads_; i++) workers_.emplace_back([this] { worker_loop(); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+    generation_.fetch_add(1, std::memory_order_release);
+  }
+  cv_.notify_all();
+  for (std::thread& t : workers_) t.join();
+}
+
+void ThreadPool::work() {
+  const std::function<void(int)>& fn = *fn_;
+  for (;;) {
+    const int i = next_.fetch_add(1, std::memory_order_relaxed);
+    if (i >= n_tasks_) break;
+    fn(i);
+  }
+}
+
+void ThreadPool::worker_loop() {
+  uint64_t seen = 0;
+  for (;;) {
+    // Spin briefly for a low-latency wake-up between the ops of one forward pass, then sleep.
+    int spins = 0;
+    while (generation_.load(std::memory_order_acquire) == seen && spins < 20000) {
+      QD_PAUSE();
+      spins++;
+    }
+    if (generation_.load(std::memory_order_acquire) == seen) {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != seen; });
+    }
+    seen = generation_.load(std::memory_order_acquire);
+    if (stop_) return;
+    work();
+    active_.fetch_sub(1, std::memory_order_acq_rel);
+  }
+}
+
+void ThreadPool::run(int n_tasks, const std::function<void(int)>& fn) {
+  if (n_tasks <= 0) return;
+  if (n_threads_ == 1 || n_tasks == 1) {
+    for (int i = 0; i < n_tasks; i++) fn(i);
+    return;
+  }
+  std::lock_guard<std::mutex> run_lock(run_mu_);
+  fn_ = &fn;
+  n_tasks_ = n_tasks;
+  next_.store(0, std::memory_order_relaxed);
+  active_.store(n_threads_ - 1, std::memory_order_relaxed);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    generation_.fetch_add(1, std::memory_order_release);
+  }
+  cv_.notify_all();
+  work();
+  while (active_.load(std::memory_order_acquire) != 0) QD_PAUSE();
+  fn_ = nullptr;
+}
+
+}  // namespace qd

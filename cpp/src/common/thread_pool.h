@@ -1,0 +1,45 @@
+// A persistent thread pool: workers are started once and woken per parallel region.
+//
+// run(n, fn) calls fn(i) for every i in [0, n) across the workers and the calling thread and
+// returns when all calls are done. Which thread runs which i is not fixed, so kernels must make
+// each task's result independent of the thread that computes it (batch/thread invariance).
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace qd {
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(int n_threads);  // total threads including the caller; <= 0 means hardware
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return n_threads_; }
+  void run(int n_tasks, const std::function<void(int)>& fn);
+
+  static int default_threads();
+
+ private:
+  void worker_loop();
+  void work();
+
+  int n_threads_;
+  std::vector<std::thread> workers_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> next_{0};
+  std::atomic<int> active_{0};  // workers still inside the current region
+  int n_tasks_ = 0;
+  const std::function<void(int)>* fn_ = nullptr;
+  bool stop_ = false;
+  std::mutex run_mu_;  // one parallel region at a time per pool
+};
+
+}  // namespace qd

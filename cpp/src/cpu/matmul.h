@@ -1,0 +1,28 @@
+// Matrix products against weights viewed in place in the GGUF mapping.
+//
+// Contract (batch invariance, see DESIGN.md): y[i][r] depends only on x[i] and weight row r,
+// computed in one fixed reduction order, whatever n and the thread count are.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "common/thread_pool.h"
+
+namespace qd::cpu {
+
+// A 2-D weight: `rows` rows of `cols` elements of GGML type `type`, rows `row_bytes` apart.
+struct Matrix {
+  const uint8_t* data = nullptr;
+  uint32_t type = 0;
+  int64_t cols = 0;  // ne[0], the reduction dimension
+  int64_t rows = 0;  // ne[1], the output dimension
+  size_t row_bytes = 0;
+};
+
+// y[i * rows + r] = sum_c x[i * cols + c] * W[r][c]   for i < n, r < rows.
+void matmul(const Matrix& w, const float* x, int64_t n, float* y, ThreadPool& pool);
+
+// Weight row r dequantized to cols floats (embedding lookup).
+void dequantize_row(const Matrix& w, int64_t r, float* dst);
+
+}  // namespace qd::cpu

@@ -1,0 +1,86 @@
+// A loaded model (weights viewed in place in the GGUF mapping) and the contexts that run it.
+//
+// CONTRACT shared by the forward pass (cpp/src/model/) and the speculative loop (cpp/src/spec/).
+// The forward-pass work fills in the implementation; change signatures only together.
+//
+//   auto model = qd::Model::load("m.gguf");              // validates, maps, no weight copy
+//   qd::Context ctx(model, /*n_ctx=*/4096, /*n_threads=*/2);
+//   std::vector<float> logits(n * model->n_vocab());
+//   ctx.eval(tokens, n, logits.data());                   // continues from ctx.n_past()
+//   ctx.truncate(ctx.n_past() - 3);                       // drop the last 3 positions of KV
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gguf/gguf_file.h"
+
+namespace qd {
+
+class ThreadPool;
+
+struct Hparams {
+  std::string arch;  // "llama", "qwen2", "gemma3"
+  int n_vocab = 0, n_ctx_train = 0, n_embd = 0, n_layer = 0, n_head = 0, n_head_kv = 0;
+  int head_dim = 0, n_ff = 0;
+  float rms_eps = 1e-5f, rope_base = 10000.0f, rope_base_swa = 10000.0f;
+  int sliding_window = 0;      // 0: none
+  float logit_softcap = 0.0f;  // 0: none
+};
+
+class Model {
+ public:
+  // Loads and validates; throws GGUFError / UnsupportedError naming what is wrong.
+  static std::shared_ptr<const Model> load(const std::string& path);
+  virtual ~Model() = default;
+
+  const Hparams& hparams() const { return hp_; }
+  int n_vocab() const { return hp_.n_vocab; }
+  int n_layer() const { return hp_.n_layer; }
+  const gguf::File& file() const { return *file_; }
+  std::shared_ptr<const gguf::File> file_ptr() const { return file_; }
+
+ protected:
+  Hparams hp_;
+  std::shared_ptr<const gguf::File> file_;
+};
+
+// KV cache + scratch for one sequence over a shared Model. Not thread-safe; one per user.
+class Context {
+ public:
+  Context(std::shared_ptr<const Model> model, int n_ctx, int n_threads);
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  const Model& model() const { return *model_; }
+  int n_ctx() const { return n_ctx_; }
+  int n_past() const { return n_past_; }
+  int n_threads() const;
+
+  // Evaluate n tokens at positions n_past()..n_past()+n-1, appending them to the KV cache.
+  // logits: [n][n_vocab] for every position (nullptr: skip the output layer entirely),
+  // or only for the last position when last_only is true ([1][n_vocab]).
+  // Throws ArgError on n == 0, out-of-vocab ids, or exceeding n_ctx (state unchanged then).
+  void eval(const int32_t* tokens, int n, float* logits, bool last_only = false);
+
+  // Keep the first n_past positions of the KV cache, drop the rest.
+  void truncate(int n_past);
+  void reset() { truncate(0); }
+
+  // Self-speculation: layers to skip in the forward pass (empty = none). A context that skips
+  // layers has its own KV cache, so it can draft for a full context over the same Model.
+  void set_skip_layers(std::vector<int> layers);
+  const std::vector<int>& skip_layers() const { return skip_layers_; }
+
+ private:
+  struct Impl;
+  std::shared_ptr<const Model> model_;
+  int n_ctx_ = 0;
+  int n_past_ = 0;
+  std::vector<int> skip_layers_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace qd
