@@ -3,13 +3,16 @@
 from ._core import GGUFError, IncompatibleModelsError, QuickdraftError, UnsupportedError
 from .gguf_file import GGUFFile, TensorInfo
 from .inspect import inspect
+from .model import Context, Model
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Context",
     "GGUFError",
     "GGUFFile",
     "IncompatibleModelsError",
+    "Model",
     "QuickdraftError",
     "TensorInfo",
     "UnsupportedError",
