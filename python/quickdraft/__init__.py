@@ -1,6 +1,7 @@
 """quickdraft: exact speculative decoding for quantized GGUF models on the CPU."""
 
 from ._core import GGUFError, IncompatibleModelsError, QuickdraftError, UnsupportedError
+from ._core import current_isa, isa_available
 from .gguf_file import GGUFFile, TensorInfo
 from .inspect import inspect
 
@@ -12,6 +13,8 @@ __all__ = [
     "IncompatibleModelsError",
     "QuickdraftError",
     "TensorInfo",
+    "current_isa",
+    "isa_available",
     "UnsupportedError",
     "inspect",
 ]
