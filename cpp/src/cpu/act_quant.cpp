@@ -31,28 +31,32 @@ float quantize_block(const float* x, int len, int8_t* q) {
 }
 
 void quantize_q8_0(const float* x, int64_t cols, uint8_t* dst) {
-  int8_t* qs = (int8_t*)dst;
-  const size_t c = (size_t)cols;
-  float* d = (float*)(dst + act_align64(c));
-  float* s = (float*)(dst + act_align64(c) + act_align64(c / 32 * 4));
+  const ActQ8_0 v = act_q8_0(dst, cols);
+  int8_t* qs = const_cast<int8_t*>(v.qs);
+  float* d = const_cast<float*>(v.d);
+  float* s = const_cast<float*>(v.s);
+  float* d8 = const_cast<float*>(v.d8);
   for (int64_t b = 0; b < cols / 32; b++) {
     d[b] = quantize_block(x + b * 32, 32, qs + b * 32);
     int sum = 0;
     for (int k = 0; k < 32; k++) sum += qs[b * 32 + k];
     s[b] = d[b] * (float)sum;
+    for (int k = 0; k < 8; k++) d8[8 * b + k] = d[b];
   }
 }
 
 void quantize_q8_K(const float* x, int64_t cols, uint8_t* dst) {
-  int8_t* qs = (int8_t*)dst;
-  const size_t c = (size_t)cols;
-  float* d = (float*)(dst + act_align64(c));
-  int16_t* bsums = (int16_t*)(dst + act_align64(c) + act_align64(c / 256 * 4));
+  const ActQ8_K v = act_q8_K(dst, cols);
+  int8_t* qs = const_cast<int8_t*>(v.qs);
+  float* d = const_cast<float*>(v.d);
+  int16_t* bsums = const_cast<int16_t*>(v.bsums);
+  float* dsums = const_cast<float*>(v.dsums);
   for (int64_t b = 0; b < cols / 256; b++) d[b] = quantize_block(x + b * 256, 256, qs + b * 256);
   for (int64_t g = 0; g < cols / 16; g++) {
     int sum = 0;
     for (int k = 0; k < 16; k++) sum += qs[g * 16 + k];
     bsums[g] = (int16_t)sum;
+    dsums[g] = d[g / 16] * (float)sum;
   }
 }
 
