@@ -1,6 +1,7 @@
 """quickdraft: exact speculative decoding for quantized GGUF models on the CPU."""
 
 from ._core import GGUFError, IncompatibleModelsError, QuickdraftError, UnsupportedError
+from ._core import current_isa, isa_available
 from .gguf_file import GGUFFile, TensorInfo
 from .inspect import inspect
 from .model import Context, Model
@@ -15,6 +16,8 @@ __all__ = [
     "Model",
     "QuickdraftError",
     "TensorInfo",
+    "current_isa",
+    "isa_available",
     "UnsupportedError",
     "inspect",
 ]
