@@ -94,3 +94,25 @@ def test_greedy_continuations(real_model, key):
         assert gap <= NEAR_TIE, f"case {prompt[:5]}...: first divergence at {i} is not a near-tie ({gap:.3f} nats)"
     print(f"\n{key}: {full}/{len(ref['cases'])} greedy continuations match in full: {report}")
     assert full >= 1
+
+
+def rss_anon_bytes() -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1]) * 1024
+    raise OSError("no RssAnon in /proc/self/status")
+
+
+@pytest.mark.real
+@pytest.mark.skipif(not __import__("os").path.exists("/proc/self/status"), reason="needs Linux /proc")
+def test_weights_are_mapped_not_copied(model_path):
+    """Loading and running the 1.1 GB Qwen 1.5B adds its KV cache and scratch to the process's
+    private memory, not a copy of its weights (those stay file-backed pages of the mapping)."""
+    path = model_path("qwen2.5-coder-1.5b")
+    before = rss_anon_bytes()
+    m = quickdraft.Model(path, n_ctx=256, threads=1)
+    m.eval([785, 6722, 315])
+    grown = rss_anon_bytes() - before
+    kv_bytes = 2 * m.n_layer * 256 * m.hparams["n_head_kv"] * m.hparams["head_dim"] * 2
+    assert grown < kv_bytes + 200e6, f"private memory grew by {grown / 1e6:.0f} MB for a {path.stat().st_size / 1e9:.1f} GB model"

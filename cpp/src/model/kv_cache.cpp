@@ -12,13 +12,14 @@ KvCache::KvCache(int n_layer, int n_ctx, int kv_dim)
     : n_layer_(n_layer),
       n_ctx_(n_ctx),
       kv_dim_(kv_dim),
-      k_((size_t)n_layer * n_ctx * kv_dim),
-      v_((size_t)n_layer * n_ctx * kv_dim) {}
+      size_((size_t)n_layer * n_ctx * kv_dim),
+      k_(new uint16_t[size_]),
+      v_(new uint16_t[size_]) {}
 
 void KvCache::store(int il, int pos0, int n, const float* k, const float* v) {
   for (int i = 0; i < n; i++) {
-    model::float_to_half_row(k + (size_t)i * kv_dim_, k_.data() + offset(il, pos0 + i), kv_dim_);
-    model::float_to_half_row(v + (size_t)i * kv_dim_, v_.data() + offset(il, pos0 + i), kv_dim_);
+    model::float_to_half_row(k + (size_t)i * kv_dim_, k_.get() + offset(il, pos0 + i), kv_dim_);
+    model::float_to_half_row(v + (size_t)i * kv_dim_, v_.get() + offset(il, pos0 + i), kv_dim_);
   }
 }
 
