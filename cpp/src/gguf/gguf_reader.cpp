@@ -63,6 +63,73 @@ class Cursor {
 
 bool valid_value_type(uint32_t t) { return t <= static_cast<uint32_t>(ValueType::FLOAT64); }
 
+// Length of the strict UTF-8 sequence at s[i] (no overlongs, surrogates or code points past
+// U+10FFFF, as Python's decoder requires); 0 when the bytes there are not valid UTF-8.
+uint64_t utf8_sequence(const uint8_t* s, uint64_t n, uint64_t i) {
+  const uint8_t c = s[i];
+  if (c < 0x80) return 1;
+  uint64_t len;
+  uint8_t lo = 0x80, hi = 0xBF;  // allowed range of the second byte
+  if (c >= 0xC2 && c <= 0xDF) len = 2;
+  else if (c == 0xE0) { len = 3; lo = 0xA0; }
+  else if (c == 0xED) { len = 3; hi = 0x9F; }
+  else if (c >= 0xE1 && c <= 0xEF) len = 3;
+  else if (c == 0xF0) { len = 4; lo = 0x90; }
+  else if (c == 0xF4) { len = 4; hi = 0x8F; }
+  else if (c >= 0xF1 && c <= 0xF3) len = 4;
+  else return 0;
+  if (len > n - i || s[i + 1] < lo || s[i + 1] > hi) return 0;
+  for (uint64_t k = 2; k < len; k++) {
+    if ((s[i + k] & 0xC0) != 0x80) return 0;
+  }
+  return len;
+}
+
+// Keys and tensor names must be UTF-8 (the gguf package requires it too): a name that does not
+// decode could not be looked up from Python.
+bool valid_utf8(std::string_view s) {
+  const auto* p = reinterpret_cast<const uint8_t*>(s.data());
+  for (uint64_t i = 0, len; i < s.size(); i += len) {
+    if ((len = utf8_sequence(p, s.size(), i)) == 0) return false;
+  }
+  return true;
+}
+
+// Text made safe for an error message: invalid UTF-8 and control bytes become \xNN (the
+// message must convert to a Python str), and text past max_bytes is cut so that a hostile
+// 1 GB name does not become a 1 GB message.
+std::string printable(std::string_view s, uint64_t max_bytes) {
+  static const char kHex[] = "0123456789abcdef";
+  const auto* p = reinterpret_cast<const uint8_t*>(s.data());
+  std::string out;
+  for (uint64_t i = 0, len; i < s.size(); i += len) {
+    if (out.size() >= max_bytes) return out + "...";
+    len = utf8_sequence(p, s.size(), i);
+    if (len == 0 || p[i] < 0x20 || p[i] == 0x7F) {
+      out += "\\x";
+      out += kHex[p[i] >> 4];
+      out += kHex[p[i] & 15];
+      len = 1;
+    } else {
+      out.append(s.data() + i, len);
+    }
+  }
+  return out;
+}
+
+std::string quoted(std::string_view name) { return "'" + printable(name, 80) + "'"; }
+
+std::string hex_bytes(const uint8_t* p, uint64_t n) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (uint64_t i = 0; i < n; i++) {
+    if (i) out += ' ';
+    out += kHex[p[i] >> 4];
+    out += kHex[p[i] & 15];
+  }
+  return out;
+}
+
 Value read_value(const File& f, Cursor& c, ValueType type, int depth);
 
 Value read_array(const File& f, Cursor& c, int depth) {
@@ -123,7 +190,8 @@ const char* TensorInfo::type_name() const {
 }
 
 File::File(const std::string& path) : path_(path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; it is rejected below as not regular.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     const int err = errno;
     throw GGUFError(path + ": cannot open: " + std::strerror(err));
@@ -136,7 +204,7 @@ File::File(const std::string& path) : path_(path) {
   size_ = static_cast<uint64_t>(st.st_size);
   if (size_ == 0) {
     ::close(fd);
-    throw GGUFError(path + ": file is empty, not a GGUF file");
+    throw GGUFError(path + ": file is empty, not a GGUF file (at byte 0)");
   }
   void* m = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
   const int err = errno;
@@ -157,16 +225,21 @@ File::~File() {
 }
 
 void File::fail(uint64_t offset, const std::string& what) const {
-  throw GGUFError(path_ + ": " + what + " (at byte " + std::to_string(offset) + ")");
+  throw GGUFError(printable(path_ + ": " + what + " (at byte " + std::to_string(offset) + ")", UINT64_MAX));
 }
 
 void File::parse() {
   Cursor c(*this, base_, size_);
-  if (size_ < 4 || std::memcmp(base_, "GGUF", 4) != 0) fail(0, "bad magic: not a GGUF file");
+  if (size_ < 4 || std::memcmp(base_, "GGUF", 4) != 0) {
+    fail(0, "bad magic [" + hex_bytes(base_, size_ < 4 ? size_ : 4) + "], expected 'GGUF': not a GGUF file");
+  }
   c.take(4, "magic");
   version_ = c.read<uint32_t>("version");
   if (version_ != 2 && version_ != 3) {
-    fail(4, "unsupported GGUF version " + std::to_string(version_) + " (supported: 2, 3)");
+    const uint32_t swapped = __builtin_bswap32(version_);
+    fail(4, "unsupported GGUF version " + std::to_string(version_) +
+                (swapped == 2 || swapped == 3 ? ": a big-endian GGUF file, only little-endian files are supported"
+                                              : " (supported: 2, 3)"));
   }
   const uint64_t n_tensors_at = c.pos();
   const uint64_t n_tensors = c.read<uint64_t>("tensor count");
@@ -182,22 +255,15 @@ void File::parse() {
   for (uint64_t i = 0; i < n_kv; i++) {
     const uint64_t at = c.pos();
     std::string key(c.read_string("metadata key"));
+    if (!valid_utf8(key)) fail(at, "metadata key " + quoted(key) + " is not valid UTF-8");
     const uint64_t type_at = c.pos();
     const uint32_t t = c.read<uint32_t>("metadata value type");
-    if (!valid_value_type(t)) fail(type_at, "metadata key '" + key + "' has unknown value type " + std::to_string(t));
+    if (!valid_value_type(t)) fail(type_at, "metadata key " + quoted(key) + " has unknown value type " + std::to_string(t));
+    const uint64_t value_at = c.pos();
     Value v = read_value(*this, c, static_cast<ValueType>(t), 0);
-    if (!kv_index_.emplace(key, kv_.size()).second) fail(at, "duplicate metadata key '" + key + "'");
+    if (!kv_index_.emplace(key, kv_.size()).second) fail(at, "duplicate metadata key " + quoted(key));
+    if (key == "general.alignment") set_alignment(v, value_at);
     kv_.emplace_back(std::move(key), std::move(v));
-  }
-
-  if (const Value* a = find("general.alignment")) {
-    if (!a->is_integer() || a->type != ValueType::UINT32) {
-      fail(0, std::string("general.alignment must be uint32, not ") + value_type_name(a->type));
-    }
-    if (a->u64 == 0 || (a->u64 & (a->u64 - 1)) != 0 || a->u64 > (1u << 20)) {
-      fail(0, "general.alignment " + std::to_string(a->u64) + " is not a power of two between 1 and 1048576");
-    }
-    alignment_ = a->u64;
   }
 
   tensors_.reserve(n_tensors);
@@ -205,17 +271,18 @@ void File::parse() {
     TensorInfo ti;
     ti.info_offset = c.pos();
     ti.name = std::string(c.read_string("tensor name"));
+    if (!valid_utf8(ti.name)) fail(ti.info_offset, "tensor name " + quoted(ti.name) + " is not valid UTF-8");
     const uint64_t dims_at = c.pos();
     ti.n_dims = c.read<uint32_t>("tensor n_dims");
     if (ti.n_dims == 0 || ti.n_dims > kMaxDims) {
-      fail(dims_at, "tensor '" + ti.name + "' has " + std::to_string(ti.n_dims) + " dimensions (1 to 4 allowed)");
+      fail(dims_at, "tensor " + quoted(ti.name) + " has " + std::to_string(ti.n_dims) + " dimensions (1 to 4 allowed)");
     }
     uint64_t n_el = 1;
     for (uint32_t d = 0; d < ti.n_dims; d++) {
       const uint64_t at = c.pos();
       const uint64_t ne = c.read<uint64_t>("tensor dimension");
       if (ne == 0 || ne > (uint64_t)INT64_MAX || !checked_mul(n_el, ne, &n_el) || n_el > (uint64_t)INT64_MAX) {
-        fail(at, "tensor '" + ti.name + "' dimension " + std::to_string(d) + " = " + std::to_string(ne) +
+        fail(at, "tensor " + quoted(ti.name) + " dimension " + std::to_string(d) + " = " + std::to_string(ne) +
                      " is zero or makes the element count overflow");
       }
       ti.ne[d] = static_cast<int64_t>(ne);
@@ -223,21 +290,21 @@ void File::parse() {
     const uint64_t type_at = c.pos();
     ti.type = c.read<uint32_t>("tensor type");
     const quant::TypeTraits* tt = quant::type_traits(ti.type);
-    if (!tt) fail(type_at, "tensor '" + ti.name + "' has unknown type id " + std::to_string(ti.type));
+    if (!tt) fail(type_at, "tensor " + quoted(ti.name) + " has unknown type id " + std::to_string(ti.type));
     if (ti.ne[0] % tt->block_size != 0) {
-      fail(dims_at, "tensor '" + ti.name + "' row length " + std::to_string(ti.ne[0]) + " is not a multiple of the " +
+      fail(dims_at, "tensor " + quoted(ti.name) + " row length " + std::to_string(ti.ne[0]) + " is not a multiple of the " +
                         tt->name + " block size " + std::to_string(tt->block_size));
     }
     uint64_t nbytes = 0;
-    if (!checked_mul(n_el / tt->block_size, tt->type_size, &nbytes)) fail(dims_at, "tensor '" + ti.name + "' size overflows");
+    if (!checked_mul(n_el / tt->block_size, tt->type_size, &nbytes)) fail(dims_at, "tensor " + quoted(ti.name) + " size overflows");
     ti.nbytes = nbytes;
     const uint64_t off_at = c.pos();
     ti.offset = c.read<uint64_t>("tensor data offset");
     if (ti.offset % alignment_ != 0) {
-      fail(off_at, "tensor '" + ti.name + "' data offset " + std::to_string(ti.offset) + " is not a multiple of the alignment " +
+      fail(off_at, "tensor " + quoted(ti.name) + " data offset " + std::to_string(ti.offset) + " is not a multiple of the alignment " +
                        std::to_string(alignment_));
     }
-    if (!tensor_index_.emplace(ti.name, tensors_.size()).second) fail(ti.info_offset, "duplicate tensor name '" + ti.name + "'");
+    if (!tensor_index_.emplace(ti.name, tensors_.size()).second) fail(ti.info_offset, "duplicate tensor name " + quoted(ti.name));
     tensors_.push_back(std::move(ti));
   }
 
@@ -253,11 +320,21 @@ void File::parse() {
   for (TensorInfo& ti : tensors_) {
     uint64_t end;
     if (!checked_add(ti.offset, ti.nbytes, &end) || end > data_size) {
-      fail(ti.info_offset, "tensor '" + ti.name + "' data [" + std::to_string(ti.offset) + ", +" + std::to_string(ti.nbytes) +
+      fail(ti.info_offset, "tensor " + quoted(ti.name) + " data [" + std::to_string(ti.offset) + ", +" + std::to_string(ti.nbytes) +
                                ") runs past the end of the data section (" + std::to_string(data_size) + " bytes)");
     }
     ti.data = base_ + data_offset_ + ti.offset;
   }
+}
+
+void File::set_alignment(const Value& a, uint64_t at) {
+  if (a.type != ValueType::UINT32) {
+    fail(at, std::string("general.alignment must be uint32, not ") + value_type_name(a.type));
+  }
+  if (a.u64 == 0 || (a.u64 & (a.u64 - 1)) != 0 || a.u64 > (1u << 20)) {
+    fail(at, "general.alignment " + std::to_string(a.u64) + " is not a power of two between 1 and 1048576");
+  }
+  alignment_ = a.u64;
 }
 
 const Value* File::find(std::string_view key) const {
