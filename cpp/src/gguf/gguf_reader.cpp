@@ -12,6 +12,17 @@
 #include "gguf/gguf_file.h"
 #include "quant/quant_types.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#define QD_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define QD_ASAN 1
+#endif
+#endif
+#ifdef QD_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+
 namespace qd::gguf {
 
 Value decode_scalar(ValueType t, const uint8_t* p);  // gguf_value.cpp
@@ -182,6 +193,35 @@ Value read_value(const File& f, Cursor& c, ValueType type, int depth) {
   return decode_scalar(type, c.take(value_type_size(type), "metadata value"));
 }
 
+#ifdef QD_ASAN
+// AddressSanitizer does not watch mapped files, so a read a few bytes past the end would land in
+// the zero-filled rest of the last page unseen. Sanitizer builds poison that rest and keep an
+// inaccessible guard page after it, so every over-read of the file is reported.
+uint64_t page_round(uint64_t n) {
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  return (n + page - 1) / page * page;
+}
+void* map_file(int fd, uint64_t size) {
+  const uint64_t span = page_round(size) + page_round(1);
+  void* region = ::mmap(nullptr, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (region == MAP_FAILED) return MAP_FAILED;
+  void* m = ::mmap(region, size, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd, 0);
+  if (m == MAP_FAILED) {
+    ::munmap(region, span);
+    return MAP_FAILED;
+  }
+  ASAN_POISON_MEMORY_REGION(static_cast<char*>(m) + size, page_round(size) - size);
+  return m;
+}
+void unmap_file(const uint8_t* base, uint64_t size) {
+  ASAN_UNPOISON_MEMORY_REGION(base + size, page_round(size) - size);
+  ::munmap(const_cast<uint8_t*>(base), page_round(size) + page_round(1));
+}
+#else
+void* map_file(int fd, uint64_t size) { return ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0); }
+void unmap_file(const uint8_t* base, uint64_t size) { ::munmap(const_cast<uint8_t*>(base), size); }
+#endif
+
 }  // namespace
 
 const char* TensorInfo::type_name() const {
@@ -206,7 +246,7 @@ File::File(const std::string& path) : path_(path) {
     ::close(fd);
     throw GGUFError(path + ": file is empty, not a GGUF file (at byte 0)");
   }
-  void* m = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+  void* m = map_file(fd, size_);
   const int err = errno;
   ::close(fd);
   if (m == MAP_FAILED) throw GGUFError(path + ": mmap failed: " + std::strerror(err));
@@ -214,14 +254,14 @@ File::File(const std::string& path) : path_(path) {
   try {
     parse();
   } catch (...) {
-    ::munmap(const_cast<uint8_t*>(base_), size_);
+    unmap_file(base_, size_);
     base_ = nullptr;
     throw;
   }
 }
 
 File::~File() {
-  if (base_) ::munmap(const_cast<uint8_t*>(base_), size_);
+  if (base_) unmap_file(base_, size_);
 }
 
 void File::fail(uint64_t offset, const std::string& what) const {

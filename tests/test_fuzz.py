@@ -1,0 +1,153 @@
+"""Fuzzing the GGUF reader: mutated files are opened in a child process (so a crash is seen, not
+suffered) under a 2 GB address-space limit and a timeout. Each file must open, with metadata and
+every dequantizable tensor readable, or raise GGUFError naming the file and the byte offset."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import gguf
+import pytest
+
+import quickdraft
+from quickdraft import GGUFFile
+from fixtures.hostile import write_corpus
+
+ITERATIONS = int(os.environ.get("QD_FUZZ_ITERATIONS", "2000"))
+SEEDS = (0, 1)  # fixed: the corpus is the same on every run
+MEMORY_LIMIT = 2 << 30
+
+# The child reads paths from stdin; for each it prints "BEGIN <path>" and then one status line,
+# so the parent knows which file was being read if the child dies.
+CHILD = r"""
+import sys
+from quickdraft import GGUFError, GGUFFile, _core
+
+for line in sys.stdin:
+    path = line.rstrip("\n")
+    print("BEGIN", path, flush=True)
+    try:
+        f = GGUFFile(path)
+    except GGUFError as e:
+        msg = str(e)
+        ok = msg.startswith(path + ": ") and "(at byte " in msg
+        print("REJECTED" if ok else "BADMSG " + repr(msg), flush=True)
+        continue
+    except BaseException as e:
+        print("UNEXPECTED " + repr(e)[:500], flush=True)
+        continue
+    try:
+        f.metadata
+        for t in f.tensors:
+            if _core.type_info(t.type_id)[3]:  # dequantizable by this build
+                a = f.tensor(t.name)
+                assert a.shape == t.shape and str(a.dtype) == "float32", (t, a.shape, a.dtype)
+        print("OPENED", flush=True)
+    except BaseException as e:
+        print("UNEXPECTED " + repr(e)[:500], flush=True)
+    finally:
+        f.close()
+"""
+
+
+def _limit_memory():
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+
+
+def replay(paths: list[Path], workdir: Path, timeout: float = 300) -> tuple[dict[str, str], list[str]]:
+    """Open every path in child processes. Returns ({path: status}, [crash or hang reports]);
+    after a crash a new child carries on with the files after the one that killed it."""
+    pkg_root = os.path.dirname(os.path.dirname(quickdraft.__file__))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([pkg_root, os.environ.get("PYTHONPATH", "")]))
+    results: dict[str, str] = {}
+    failures: list[str] = []
+    remaining = [str(p) for p in paths]
+    while remaining and len(failures) < 10:
+        (workdir / "in.txt").write_text("\n".join(remaining) + "\n")
+        with open(workdir / "in.txt") as fin, open(workdir / "out.txt", "w") as fout, open(workdir / "err.txt", "w") as ferr:
+            child = subprocess.Popen([sys.executable, "-c", CHILD], stdin=fin, stdout=fout, stderr=ferr, env=env,
+                                     preexec_fn=_limit_memory)
+            try:
+                rc = child.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait()
+                rc = None
+        current = None
+        for line in (workdir / "out.txt").read_text().splitlines():
+            if line.startswith("BEGIN "):
+                current = line[len("BEGIN "):]
+            elif current is not None:
+                results[current] = line
+                current = None
+        if rc == 0 and current is None:
+            break
+        why = f"hung for {timeout} s" if rc is None else (
+            f"killed by {signal.Signals(-rc).name}" if rc < 0 else f"exited with {rc}")
+        stderr = (workdir / "err.txt").read_text()[-1500:]
+        failures.append(f"child {why} while reading {current}\n{stderr}")
+        if current is None or current not in remaining:
+            break
+        remaining = remaining[remaining.index(current) + 1:]
+    return results, failures
+
+
+@pytest.fixture(scope="module")
+def fuzz_results(tmp_path_factory):
+    base = tmp_path_factory.mktemp("fuzz")
+    paths = []
+    for seed in SEEDS:
+        paths += write_corpus(base / f"corpus{seed}", ITERATIONS // len(SEEDS), seed)
+    paths = list(dict.fromkeys(paths))
+    results, failures = replay(paths, base)
+    return paths, results, failures
+
+
+def test_fuzz_corpus_never_crashes_or_hangs(fuzz_results):
+    paths, results, failures = fuzz_results
+    assert not failures, "\n\n".join(failures)
+    assert len(results) == len(paths)
+
+
+def test_fuzz_corpus_opens_or_raises_gguf_error_with_location(fuzz_results):
+    _, results, _ = fuzz_results
+    bad = [f"{p}: {s}" for p, s in results.items() if s not in ("OPENED", "REJECTED")]
+    assert not bad, f"{len(bad)} files gave something other than GGUFError with a location:\n" + "\n".join(bad[:20])
+
+
+def test_fuzz_corpus_exercises_both_outcomes(fuzz_results):
+    """The seeds open, the catalogue cases are refused, and mutations land on both sides."""
+    _, results, _ = fuzz_results
+    by_name = {Path(p).name: s for p, s in results.items()}
+    assert by_name["seed0.gguf"] == by_name["seed1.gguf"] == "OPENED"
+    assert all(s == "REJECTED" for n, s in by_name.items() if n.startswith("case_"))
+    mutated = [s for n, s in by_name.items() if n.startswith("mut")]
+    assert len(mutated) == ITERATIONS // len(SEEDS) * len(SEEDS)
+    assert mutated.count("OPENED") >= len(mutated) // 50 and mutated.count("REJECTED") >= len(mutated) // 2
+
+
+def test_accepted_mutants_read_like_gguf_package(fuzz_results):
+    """Differential check: every mutated file we accept, the gguf package reads to the same table."""
+    _, results, _ = fuzz_results
+    accepted = [p for p, s in results.items() if s == "OPENED" and Path(p).name.startswith("mut")]
+    mismatches = []
+    for p in accepted:
+        try:
+            ref = gguf.GGUFReader(p)
+        except Exception as e:  # noqa: BLE001 - any refusal by the oracle is a finding
+            mismatches.append(f"{p}: gguf package refuses it: {e!r}")
+            continue
+        with GGUFFile(p) as f:
+            ours = [(t.name, t.ne, t.type, f._f.data_offset + t.offset) for t in f.tensors]
+            keys = list(f.metadata)
+        theirs = [(t.name, tuple(int(x) for x in t.shape), t.tensor_type.name, int(t.data_offset)) for t in ref.tensors]
+        ref_keys = [k for k in ref.fields if not k.startswith("GGUF.")]
+        if ours != theirs or keys != ref_keys:
+            mismatches.append(f"{p}: ours {ours} {keys} != gguf {theirs} {ref_keys}")
+    assert not mismatches, "\n".join(mismatches[:10])
