@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import struct
 import subprocess
 import sys
 import textwrap
@@ -120,10 +121,12 @@ def test_hostile_file_raises_with_location(tmp_path, name):
 
 @pytest.mark.parametrize("index", range(len(seed_files())))
 def test_every_truncation_raises(tmp_path, index):
-    """Every prefix of a valid file (header, padding, data) raises, pointing inside the prefix."""
-    data = seed_files()[index].bytes()
+    """Every prefix of a valid file through the header and padding (and every 7th in the data
+    section) raises, pointing inside the prefix."""
+    seed = seed_files()[index]
+    data = seed.bytes()
     path = tmp_path / "cut.gguf"
-    for n in range(len(data)):
+    for n in [*range(seed.at["data"] + 1), *range(seed.at["data"] + 1, len(data), 7), len(data) - 1]:
         path.write_bytes(data[:n])
         msg = open_error(path)
         m = AT_BYTE.search(msg)
@@ -204,3 +207,43 @@ def test_huge_counts_rejected_before_allocating(tmp_path):
     for p in paths[:-1]:
         assert out[str(p)][0] == "GGUFError", (p, out[str(p)])
     assert out[str(paths[-1])] == ["opened", 2**20, 2**16]
+
+
+SPARSE_SIZE = 768 << 20  # a large file that costs nothing on disk: all but the header is a hole
+
+
+def test_counts_a_large_file_could_hold_are_not_reserved_up_front(tmp_path):
+    """Counts in a big (sparse) file pass the fits-in-the-file check, but must not size an
+    allocation before the elements are parsed: under a 2 GB limit each of these fails with
+    GGUFError at its first bad element, not MemoryError from reserving ~2-10x the file size."""
+    def head(n_tensors, n_kv):
+        return b"GGUF" + struct.pack("<IQQ", 3, n_tensors, n_kv)
+
+    def kv_array(elem_type, count):
+        return struct.pack("<Q", 1) + b"a" + struct.pack("<IIQ", ARR, elem_type, count)
+
+    heads = {
+        "kv": head(0, (SPARSE_SIZE - 64) // 13),  # zero bytes parse as empty keys: the 2nd is a duplicate
+        "tensors": head((SPARSE_SIZE - 64) // 32, 0),  # zero bytes: a tensor with 0 dimensions
+        "strings": head(0, 1) + kv_array(STR, SPARSE_SIZE // 8 - 64) + struct.pack("<Q", 2**60),
+        "nested": head(0, 1) + kv_array(ARR, SPARSE_SIZE // 12 - 64) + struct.pack("<I", 99),
+    }
+    paths = []
+    for name, data in heads.items():
+        path = write(tmp_path, name, data)
+        os.truncate(path, SPARSE_SIZE)
+        paths.append(path)
+    out = run_child("""
+        import json, sys
+        from quickdraft import GGUFFile, GGUFError
+        result = {}
+        for p in sys.argv[1:]:
+            try:
+                GGUFFile(p).close()
+                result[p] = "opened"
+            except (GGUFError, MemoryError) as e:
+                result[p] = type(e).__name__ + ": " + str(e)
+        print(json.dumps(result))
+        """, *paths, memory_limit=2 << 30)
+    bad = {p: out[str(p)] for p in paths if not out[str(p)].startswith(f"GGUFError: {p}: ")}
+    assert not bad

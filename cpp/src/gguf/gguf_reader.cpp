@@ -72,6 +72,12 @@ class Cursor {
   uint64_t pos_ = 0;
 };
 
+// A count that passed the fits-in-the-file check can still describe a huge file; reserving
+// for it up front would allocate several times the file size before a single element is
+// parsed. Reserve at most this many and let vectors grow with what is actually parsed.
+constexpr uint64_t kMaxReserve = 1 << 16;
+uint64_t reserve_for(uint64_t count) { return count < kMaxReserve ? count : kMaxReserve; }
+
 bool valid_value_type(uint32_t t) { return t <= static_cast<uint32_t>(ValueType::FLOAT64); }
 
 // Length of the strict UTF-8 sequence at s[i] (no overlongs, surrogates or code points past
@@ -173,10 +179,10 @@ Value read_array(const File& f, Cursor& c, int depth) {
                          " values cannot fit in the " + std::to_string(c.remaining()) + " remaining bytes");
   }
   if (v.elem_type == ValueType::STRING) {
-    v.strings.reserve(v.count);
+    v.strings.reserve(reserve_for(v.count));
     for (uint64_t i = 0; i < v.count; i++) v.strings.push_back(c.read_string("array string"));
   } else {
-    v.items.reserve(v.count);
+    v.items.reserve(reserve_for(v.count));
     for (uint64_t i = 0; i < v.count; i++) v.items.push_back(read_array(f, c, depth + 1));
   }
   return v;
@@ -290,8 +296,12 @@ void File::parse() {
   if (n_tensors > c.remaining() / 32) {
     fail(n_tensors_at, "tensor count " + std::to_string(n_tensors) + " cannot fit in the file");
   }
+  if (n_kv * 13 + n_tensors * 32 > c.remaining()) {  // no overflow: each term is <= remaining
+    fail(n_tensors_at, "tensor count " + std::to_string(n_tensors) + " and metadata count " + std::to_string(n_kv) +
+                           " together cannot fit in the file");
+  }
 
-  kv_.reserve(n_kv);
+  kv_.reserve(reserve_for(n_kv));
   for (uint64_t i = 0; i < n_kv; i++) {
     const uint64_t at = c.pos();
     std::string key(c.read_string("metadata key"));
@@ -306,7 +316,7 @@ void File::parse() {
     kv_.emplace_back(std::move(key), std::move(v));
   }
 
-  tensors_.reserve(n_tensors);
+  tensors_.reserve(reserve_for(n_tensors));
   for (uint64_t i = 0; i < n_tensors; i++) {
     TensorInfo ti;
     ti.info_offset = c.pos();
