@@ -60,7 +60,7 @@ def _limit_memory():
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
 
 
-def replay(paths: list[Path], workdir: Path, timeout: float = 300) -> tuple[dict[str, str], list[str]]:
+def replay(paths: list[Path], workdir: Path, timeout: float = 300, child_code: str = CHILD) -> tuple[dict[str, str], list[str]]:
     """Open every path in child processes. Returns ({path: status}, [crash or hang reports]);
     after a crash a new child carries on with the files after the one that killed it."""
     pkg_root = os.path.dirname(os.path.dirname(quickdraft.__file__))
@@ -71,7 +71,7 @@ def replay(paths: list[Path], workdir: Path, timeout: float = 300) -> tuple[dict
     while remaining and len(failures) < 10:
         (workdir / "in.txt").write_text("\n".join(remaining) + "\n")
         with open(workdir / "in.txt") as fin, open(workdir / "out.txt", "w") as fout, open(workdir / "err.txt", "w") as ferr:
-            child = subprocess.Popen([sys.executable, "-c", CHILD], stdin=fin, stdout=fout, stderr=ferr, env=env,
+            child = subprocess.Popen([sys.executable, "-c", child_code], stdin=fin, stdout=fout, stderr=ferr, env=env,
                                      preexec_fn=_limit_memory)
             try:
                 rc = child.wait(timeout=timeout)
@@ -151,3 +151,29 @@ def test_accepted_mutants_read_like_gguf_package(fuzz_results):
         if ours != theirs or keys != ref_keys:
             mismatches.append(f"{p}: ours {ours} {keys} != gguf {theirs} {ref_keys}")
     assert not mismatches, "\n".join(mismatches[:10])
+
+
+# A stand-in child that dies on files named crash*.gguf and hangs on hang*.gguf.
+FAULTY_CHILD = r"""
+import ctypes, os, sys, time
+for line in sys.stdin:
+    path = line.rstrip("\n")
+    print("BEGIN", path, flush=True)
+    name = os.path.basename(path)
+    if name.startswith("crash"):
+        ctypes.string_at(0)
+    if name.startswith("hang"):
+        time.sleep(3600)
+    print("REJECTED", flush=True)
+"""
+
+
+def test_replay_names_the_file_that_kills_or_hangs_the_child(tmp_path):
+    names = ["a", "crash1", "b", "crash2", "c", "hang", "d"]
+    paths = [tmp_path / f"{n}.gguf" for n in names]
+    results, failures = replay(paths, tmp_path, timeout=10, child_code=FAULTY_CHILD)
+    assert set(results) == {str(tmp_path / f"{n}.gguf") for n in "abcd"}
+    assert len(failures) == 3
+    assert "SIGSEGV while reading " + str(paths[1]) in failures[0]
+    assert "SIGSEGV while reading " + str(paths[3]) in failures[1]
+    assert "hung for 10 s while reading " + str(paths[5]) in failures[2]
