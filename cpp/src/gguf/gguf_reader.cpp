@@ -1,6 +1,5 @@
 // Parsing and validation of the GGUF header, metadata and tensor infos.
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,18 +9,9 @@
 #include "common/checked.h"
 #include "common/error.h"
 #include "gguf/gguf_file.h"
+#include "gguf/gguf_mapping.h"
+#include "gguf/gguf_text.h"
 #include "quant/quant_types.h"
-
-#if defined(__SANITIZE_ADDRESS__)
-#define QD_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define QD_ASAN 1
-#endif
-#endif
-#ifdef QD_ASAN
-#include <sanitizer/asan_interface.h>
-#endif
 
 namespace qd::gguf {
 
@@ -80,73 +70,6 @@ uint64_t reserve_for(uint64_t count) { return count < kMaxReserve ? count : kMax
 
 bool valid_value_type(uint32_t t) { return t <= static_cast<uint32_t>(ValueType::FLOAT64); }
 
-// Length of the strict UTF-8 sequence at s[i] (no overlongs, surrogates or code points past
-// U+10FFFF, as Python's decoder requires); 0 when the bytes there are not valid UTF-8.
-uint64_t utf8_sequence(const uint8_t* s, uint64_t n, uint64_t i) {
-  const uint8_t c = s[i];
-  if (c < 0x80) return 1;
-  uint64_t len;
-  uint8_t lo = 0x80, hi = 0xBF;  // allowed range of the second byte
-  if (c >= 0xC2 && c <= 0xDF) len = 2;
-  else if (c == 0xE0) { len = 3; lo = 0xA0; }
-  else if (c == 0xED) { len = 3; hi = 0x9F; }
-  else if (c >= 0xE1 && c <= 0xEF) len = 3;
-  else if (c == 0xF0) { len = 4; lo = 0x90; }
-  else if (c == 0xF4) { len = 4; hi = 0x8F; }
-  else if (c >= 0xF1 && c <= 0xF3) len = 4;
-  else return 0;
-  if (len > n - i || s[i + 1] < lo || s[i + 1] > hi) return 0;
-  for (uint64_t k = 2; k < len; k++) {
-    if ((s[i + k] & 0xC0) != 0x80) return 0;
-  }
-  return len;
-}
-
-// Keys and tensor names must be UTF-8 (the gguf package requires it too): a name that does not
-// decode could not be looked up from Python.
-bool valid_utf8(std::string_view s) {
-  const auto* p = reinterpret_cast<const uint8_t*>(s.data());
-  for (uint64_t i = 0, len; i < s.size(); i += len) {
-    if ((len = utf8_sequence(p, s.size(), i)) == 0) return false;
-  }
-  return true;
-}
-
-// Text made safe for an error message: invalid UTF-8 and control bytes become \xNN (the
-// message must convert to a Python str), and text past max_bytes is cut so that a hostile
-// 1 GB name does not become a 1 GB message.
-std::string printable(std::string_view s, uint64_t max_bytes) {
-  static const char kHex[] = "0123456789abcdef";
-  const auto* p = reinterpret_cast<const uint8_t*>(s.data());
-  std::string out;
-  for (uint64_t i = 0, len; i < s.size(); i += len) {
-    if (out.size() >= max_bytes) return out + "...";
-    len = utf8_sequence(p, s.size(), i);
-    if (len == 0 || p[i] < 0x20 || p[i] == 0x7F) {
-      out += "\\x";
-      out += kHex[p[i] >> 4];
-      out += kHex[p[i] & 15];
-      len = 1;
-    } else {
-      out.append(s.data() + i, len);
-    }
-  }
-  return out;
-}
-
-std::string quoted(std::string_view name) { return "'" + printable(name, 80) + "'"; }
-
-std::string hex_bytes(const uint8_t* p, uint64_t n) {
-  static const char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (uint64_t i = 0; i < n; i++) {
-    if (i) out += ' ';
-    out += kHex[p[i] >> 4];
-    out += kHex[p[i] & 15];
-  }
-  return out;
-}
-
 Value read_value(const File& f, Cursor& c, ValueType type, int depth);
 
 Value read_array(const File& f, Cursor& c, int depth) {
@@ -199,35 +122,6 @@ Value read_value(const File& f, Cursor& c, ValueType type, int depth) {
   return decode_scalar(type, c.take(value_type_size(type), "metadata value"));
 }
 
-#ifdef QD_ASAN
-// AddressSanitizer does not watch mapped files, so a read a few bytes past the end would land in
-// the zero-filled rest of the last page unseen. Sanitizer builds poison that rest and keep an
-// inaccessible guard page after it, so every over-read of the file is reported.
-uint64_t page_round(uint64_t n) {
-  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-  return (n + page - 1) / page * page;
-}
-void* map_file(int fd, uint64_t size) {
-  const uint64_t span = page_round(size) + page_round(1);
-  void* region = ::mmap(nullptr, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (region == MAP_FAILED) return MAP_FAILED;
-  void* m = ::mmap(region, size, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd, 0);
-  if (m == MAP_FAILED) {
-    ::munmap(region, span);
-    return MAP_FAILED;
-  }
-  ASAN_POISON_MEMORY_REGION(static_cast<char*>(m) + size, page_round(size) - size);
-  return m;
-}
-void unmap_file(const uint8_t* base, uint64_t size) {
-  ASAN_UNPOISON_MEMORY_REGION(base + size, page_round(size) - size);
-  ::munmap(const_cast<uint8_t*>(base), page_round(size) + page_round(1));
-}
-#else
-void* map_file(int fd, uint64_t size) { return ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0); }
-void unmap_file(const uint8_t* base, uint64_t size) { ::munmap(const_cast<uint8_t*>(base), size); }
-#endif
-
 }  // namespace
 
 const char* TensorInfo::type_name() const {
@@ -255,7 +149,7 @@ File::File(const std::string& path) : path_(path) {
   void* m = map_file(fd, size_);
   const int err = errno;
   ::close(fd);
-  if (m == MAP_FAILED) throw GGUFError(path + ": mmap failed: " + std::strerror(err));
+  if (m == nullptr) throw GGUFError(path + ": mmap failed: " + std::strerror(err));
   base_ = static_cast<const uint8_t*>(m);
   try {
     parse();
