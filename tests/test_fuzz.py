@@ -1,10 +1,12 @@
 """Fuzzing the GGUF reader: mutated files are opened in a child process (so a crash is seen, not
 suffered) under a 2 GB address-space limit and a timeout. Each file must open, with metadata and
-every dequantizable tensor readable, or raise GGUFError naming the file and the byte offset."""
+every dequantizable tensor readable, or raise GGUFError naming the file and the byte offset.
+QD_FUZZ_ITERATIONS (default 2000) sets the number of mutated files; the seeds are fixed."""
 
 from __future__ import annotations
 
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -15,7 +17,7 @@ import pytest
 
 import quickdraft
 from quickdraft import GGUFFile
-from fixtures.hostile import write_corpus
+from fixtures.hostile import Built, mutate, write_corpus
 
 ITERATIONS = int(os.environ.get("QD_FUZZ_ITERATIONS", "2000"))
 SEEDS = (0, 1)  # fixed: the corpus is the same on every run
@@ -130,6 +132,41 @@ def test_fuzz_corpus_exercises_both_outcomes(fuzz_results):
     mutated = [s for n, s in by_name.items() if n.startswith("mut")]
     assert len(mutated) == ITERATIONS // len(SEEDS) * len(SEEDS)
     assert mutated.count("OPENED") >= len(mutated) // 50 and mutated.count("REJECTED") >= len(mutated) // 2
+
+
+def real_header(path: Path) -> Built:
+    """The header of a real model file (everything before the tensor data), with the offset of
+    every 32- and 64-bit integer field (lengths, counts, types, dims, offsets) located by the
+    gguf package."""
+    ref = gguf.GGUFReader(str(path))
+    at = {}
+    for fld in [*ref.fields.values(), *(t.field for t in ref.tensors)]:
+        pos = fld.offset
+        for i, part in enumerate(fld.parts):
+            if part.size == 1 and part.nbytes in (4, 8):
+                at[f"{fld.name}.{i}"] = pos
+            pos += part.nbytes
+    with open(path, "rb") as f:
+        return Built(bytearray(f.read(ref.data_offset)), at)
+
+
+@pytest.mark.real
+def test_real_model_header_mutations(model_path, tmp_path):
+    """Mutations and truncations of a real header (49k-token vocabulary, merges, 272 tensors)."""
+    b = real_header(model_path("smollm2-135m"))
+    rng = random.Random(7)
+    files = {f"mut{i}": mutate(b, rng) for i in range(40)}
+    files.update({f"cut{i}": bytes(b.data[:rng.randrange(len(b.data))]) for i in range(10)})
+    paths = []
+    for name, data in files.items():
+        paths.append(tmp_path / f"{name}.gguf")
+        paths[-1].write_bytes(data)
+    results, failures = replay(paths, tmp_path)
+    assert not failures, "\n\n".join(failures)
+    bad = [f"{p}: {s}" for p, s in results.items() if s not in ("OPENED", "REJECTED")]
+    assert not bad, "\n".join(bad[:20])
+    for p in paths:  # 1.8 MB each: do not leave them in pytest's kept temp dirs
+        p.unlink()
 
 
 def test_accepted_mutants_read_like_gguf_package(fuzz_results):
