@@ -7,7 +7,10 @@ cd "$(dirname "$0")/.."
 BUILD=build/sanitize
 start=$(date +%s)
 
-cmake -S . -B "$BUILD" -G Ninja -DQD_SANITIZE=ON -DQD_BUILD_TESTS=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+# -O0 -g1: the kernels compile ~7x faster than at -O2 -g, sanitizers see every access, and
+# line tables are enough for readable reports.
+cmake -S . -B "$BUILD" -G Ninja -DQD_SANITIZE=ON -DQD_BUILD_TESTS=ON -DCMAKE_BUILD_TYPE=Debug \
+  -DCMAKE_CXX_FLAGS_DEBUG="-O0 -g1" >/dev/null
 cmake --build "$BUILD" -j"${QD_JOBS:-2}" --target gguf_fuzz_replay
 
 corpus=$(mktemp -d)
