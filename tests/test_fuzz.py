@@ -5,9 +5,11 @@ QD_FUZZ_ITERATIONS (default 2000) sets the number of mutated files; the seeds ar
 
 from __future__ import annotations
 
+import math
 import os
 import random
 import signal
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +20,7 @@ import pytest
 import quickdraft
 from quickdraft import GGUFFile
 from fixtures.hostile import Built, mutate, write_corpus
+from fixtures.tiny_models import TinySpec, write_tiny_model
 
 ITERATIONS = int(os.environ.get("QD_FUZZ_ITERATIONS", "2000"))
 SEEDS = (0, 1)  # fixed: the corpus is the same on every run
@@ -167,6 +170,81 @@ def test_real_model_header_mutations(model_path, tmp_path):
     assert not bad, "\n".join(bad[:20])
     for p in paths:  # 1.8 MB each: do not leave them in pytest's kept temp dirs
         p.unlink()
+
+
+# Loads each file as a model and evaluates three tokens; any quickdraft error is a refusal.
+MODEL_CHILD = r"""
+import sys
+import quickdraft
+refusals = (quickdraft.GGUFError, quickdraft.UnsupportedError, quickdraft.QuickdraftError)
+for line in sys.stdin:
+    path = line.rstrip("\n")
+    print("BEGIN", path, flush=True)
+    try:
+        m = quickdraft.Model(path, n_ctx=16, threads=1)
+        logits = m.eval([t % m.n_vocab for t in (1, 2, 3)])
+        assert logits.shape == (3, m.n_vocab), logits.shape
+        print("OPENED", flush=True)
+    except refusals:
+        print("REJECTED", flush=True)
+    except BaseException as e:
+        print("UNEXPECTED " + repr(e)[:500], flush=True)
+"""
+
+INT_EDGES = [0, 1, 2, 3, 7, 31, 33, 63, 65, 2**15, 2**16, 2**31 - 1, 2**31, 2**32 - 1, 2**63, 2**64 - 1]
+FLOAT_EDGES = [0.0, -0.0, -1.0, 1e-45, 3e38, math.inf, -math.inf, math.nan]
+
+
+def value_targets(path: Path) -> list[tuple[int, int, str]]:
+    """(offset, bytes, numpy kind) of every scalar metadata value and every tensor dimension."""
+    ref = gguf.GGUFReader(str(path))
+    targets = []
+    for fld in ref.fields.values():
+        pos = fld.offset
+        for i, part in enumerate(fld.parts):
+            if i in fld.data and part.size == 1 and not fld.name.startswith("GGUF."):
+                targets.append((pos, part.nbytes, part.dtype.kind))
+            pos += part.nbytes
+    for t in ref.tensors:
+        pos = t.field.offset + sum(p.nbytes for p in t.field.parts[:3])  # name length, name, n_dims
+        targets += [(pos + 8 * d, 8, "u") for d in range(len(t.shape))]
+    return targets
+
+
+def mutate_values(data: bytes, targets: list[tuple[int, int, str]], rng: random.Random) -> bytes:
+    """Set one or two hyperparameters or tensor dimensions to edge values or off-by-one."""
+    out = bytearray(data)
+    for _ in range(rng.randint(1, 2)):
+        pos, n, kind = rng.choice(targets)
+        if kind == "f":
+            out[pos:pos + n] = struct.pack("<f" if n == 4 else "<d", rng.choice(FLOAT_EDGES))
+        else:
+            old = int.from_bytes(out[pos:pos + n], "little")
+            value = rng.choice(INT_EDGES + [old + d for d in (-2, -1, 1, 2)] + [old * 2])
+            out[pos:pos + n] = (value % (1 << (8 * n))).to_bytes(n, "little")
+    return bytes(out)
+
+
+def test_tiny_model_mutations_load_or_refuse(tmp_path):
+    """Hyperparameters and tensor dimensions of tiny models set to edge values: Model() plus an
+    eval must work or raise a quickdraft error, never crash, hang or run out of memory."""
+    seeds = []
+    for arch, wtype in (("llama", "Q8_0"), ("qwen2", "Q4_0"), ("gemma3", "F16")):
+        spec = TinySpec(arch=arch, wtype=wtype, n_layer=1, n_embd=32, n_ff=64, n_vocab=40,
+                        sliding_window=4 if arch == "gemma3" else 0)
+        path = write_tiny_model(tmp_path / f"seed_{arch}.gguf", spec)
+        seeds.append((path.read_bytes(), value_targets(path)))
+    rng = random.Random(3)
+    paths = [tmp_path / f"seed_{arch}.gguf" for arch in ("llama", "qwen2", "gemma3")]
+    for i in range(max(ITERATIONS // 6, 30)):
+        data, targets = seeds[i % len(seeds)]
+        paths.append(tmp_path / f"mut{i:05d}.gguf")
+        paths[-1].write_bytes(mutate_values(data, targets, rng))
+    results, failures = replay(paths, tmp_path, child_code=MODEL_CHILD)
+    assert not failures, "\n\n".join(failures)
+    bad = [f"{p}: {s}" for p, s in results.items() if s not in ("OPENED", "REJECTED")]
+    assert not bad, "\n".join(bad[:20])
+    assert [results[str(p)] for p in paths[:3]] == ["OPENED"] * 3
 
 
 def test_accepted_mutants_read_like_gguf_package(fuzz_results):
