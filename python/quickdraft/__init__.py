@@ -3,6 +3,8 @@
 from ._core import GGUFError, IncompatibleModelsError, QuickdraftError, UnsupportedError
 from .gguf_file import GGUFFile, TensorInfo
 from .inspect import inspect
+from .tokenizer import StreamDecoder, Tokenizer
+from . import chat
 
 __version__ = "0.1.0"
 
@@ -11,7 +13,10 @@ __all__ = [
     "GGUFFile",
     "IncompatibleModelsError",
     "QuickdraftError",
+    "StreamDecoder",
     "TensorInfo",
+    "Tokenizer",
+    "chat",
     "UnsupportedError",
     "inspect",
 ]
