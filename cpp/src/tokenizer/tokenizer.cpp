@@ -77,6 +77,7 @@ void load_vocab(const gguf::File& f, Vocab* v) {
 
   size_t total = 0;
   for (const auto& s : tokens->strings) total += s.empty() ? 24 : s.size();
+  if (total > 0xFFFFFFF0u) throw GGUFError(f.path() + ": tokenizer.ggml.tokens holds more than 4 GiB of text");
   v->blob.reserve(total);
   v->offsets.resize(n + 1);
   v->scores.assign(n, 0.0f);
