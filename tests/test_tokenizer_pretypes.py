@@ -119,3 +119,33 @@ def test_special_token_text_needs_parse_special(tmp_path, vocab):
     tok = Tokenizer(write_gguf(tmp_path / "s.gguf", *vocab, "gpt-2"))
     assert tok.encode("a<|endoftext|>b", parse_special=True).count(0) == 1
     assert 0 not in tok.encode("a<|endoftext|>b")
+
+
+def _write_raw(path, kv):
+    w = gguf.GGUFWriter(str(path), "llama")
+    for key, (kind, value) in kv.items():
+        getattr(w, f"add_{kind}")(key, value)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path
+
+
+def test_bad_tokenizer_metadata_raises(tmp_path):
+    from quickdraft import GGUFError, UnsupportedError
+
+    with pytest.raises(GGUFError, match="no tokenizer.ggml.model"):
+        Tokenizer(_write_raw(tmp_path / "none.gguf", {}))
+    with pytest.raises(UnsupportedError, match="'bert' is not supported"):
+        Tokenizer(_write_raw(tmp_path / "bert.gguf", {"tokenizer.ggml.model": ("string", "bert"),
+                                                       "tokenizer.ggml.tokens": ("array", ["a"])}))
+    with pytest.raises(GGUFError, match="merges"):
+        Tokenizer(_write_raw(tmp_path / "nomerges.gguf", {"tokenizer.ggml.model": ("string", "gpt2"),
+                                                          "tokenizer.ggml.tokens": ("array", ["a", "b"])}))
+    with pytest.raises(GGUFError, match="one entry per token"):
+        Tokenizer(_write_raw(tmp_path / "scores.gguf", {"tokenizer.ggml.model": ("string", "llama"),
+                                                        "tokenizer.ggml.tokens": ("array", ["a", "b"]),
+                                                        "tokenizer.ggml.scores": ("array", [0.5])}))
+    with pytest.raises(GGUFError):
+        Tokenizer(tmp_path / "missing.gguf")
