@@ -112,3 +112,9 @@ def test_tokenizer_is_fast_to_build(model_path):
 def test_exported_names():
     assert quickdraft.Tokenizer is Tokenizer
     assert callable(quickdraft.chat.render)
+
+
+def test_known_model_key(model_path):
+    model_path("smollm2-135m")  # makes sure it is in the cache
+    by_key = Tokenizer("smollm2-135m")
+    assert by_key.encode("Hello world") == Tokenizer(model_path("smollm2-135m")).encode("Hello world")

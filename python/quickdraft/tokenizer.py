@@ -42,7 +42,14 @@ class Tokenizer:
     """
 
     def __init__(self, path: str | os.PathLike):
-        self._t = _core.Tokenizer(os.fspath(path))
+        """``path``: a GGUF file, or a known model key such as ``"qwen2.5-coder-0.5b"``."""
+        s = os.fspath(path)
+        if not os.path.exists(s):
+            from .models import KNOWN_MODELS, resolve
+
+            if s in KNOWN_MODELS or s.startswith("hf://"):
+                s = os.fspath(resolve(s))
+        self._t = _core.Tokenizer(s)
 
     @classmethod
     def from_core(cls, core: _core.Tokenizer) -> Tokenizer:
