@@ -101,6 +101,9 @@ void load_vocab(const gguf::File& f, Vocab* v) {
   for (size_t i = 0; i < n; ++i) v->text_to_id[v->text(static_cast<int32_t>(i))] = static_cast<int32_t>(i);
 }
 
+// DeepSeek's "<｜end▁of▁sentence｜>".
+constexpr const char* kDeepseekEnd = "<\xEF\xBD\x9C" "end\xE2\x96\x81" "of\xE2\x96\x81" "sentence\xEF\xBD\x9C>";
+
 // End-of-generation and FIM tokens that llama.cpp recognises by their text; they are treated as
 // control tokens whatever the file says.
 void detect_special_ids(const gguf::File& f, Tokenizer::Impl* m) {
@@ -112,9 +115,8 @@ void detect_special_ids(const gguf::File& f, Tokenizer::Impl* m) {
   read_id(f, "eot_token_id", n, &m->eot);
   read_id(f, "eom_token_id", n, &m->eom);
   if (m->eot < 0) {
-    m->eot = find_first(v, {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
-                            "<|end_of_text|>", "<EOT>", "_<EOT>", "[EOT]", "<\xEF\xBD\x9C" "end\xE2\x96\x81" "of\xE2\x96\x81" "sentence\xEF\xBD\x9C>",
-                            "<end_of_utterance>"});
+    m->eot = find_first(v, {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>",
+                            "<EOT>", "_<EOT>", "[EOT]", kDeepseekEnd, "<end_of_utterance>"});
     make_control(m->eot);
   }
   if (m->eom < 0) make_control(m->eom = find_first(v, {"<|eom_id|>"}));
@@ -144,7 +146,7 @@ void detect_special_ids(const gguf::File& f, Tokenizer::Impl* m) {
       "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>", "<end_of_turn>",
       "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]", "<|end_of_text|>",
       "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>",
-      "<\xEF\xBD\x9C" "end\xE2\x96\x81" "of\xE2\x96\x81" "sentence\xEF\xBD\x9C>", "[e~["};
+      kDeepseekEnd, "[e~["};
   for (const char* t : kEogTexts) {
     const int32_t id = v.find(t);
     if (id >= 0) {
