@@ -27,7 +27,8 @@ def llama_ids(binary: str, model, text: str, tmp_path, parse_special: bool) -> l
     f = tmp_path / "prompt.txt"
     f.write_bytes(text.encode("utf-8"))
     cmd = [binary, "-m", str(model), "-f", str(f), "--ids", "--no-bos", "--no-escape", "--log-disable"]
-    cmd.append("--parse-special" if parse_special else "--no-parse-special")
+    if not parse_special:  # llama-tokenize parses special tokens by default
+        cmd.append("--no-parse-special")
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     line = [ln for ln in out.splitlines() if ln.startswith("[")][-1]
     return [int(x) for x in line.strip("[]").split(",") if x.strip()]
