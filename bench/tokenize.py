@@ -85,7 +85,7 @@ def llama_tokenize_binary() -> str | None:
 
 def time_llama_binary(binary: str, path: Path, text: str) -> tuple[int, float] | None:
     def run(file: str) -> tuple[float, str]:
-        cmd = [binary, "-m", str(path), "-f", file, "--ids", "--no-bos", "--no-escape", "--log-disable"]
+        cmd = [binary, "-m", str(path), "-f", file, "--ids", "--no-bos", "--no-escape", "--no-parse-special", "--log-disable"]
         t0 = time.perf_counter()
         out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
         return time.perf_counter() - t0, out
