@@ -12,10 +12,16 @@ not re-run here.
 
 from __future__ import annotations
 
-import argparse
+import os
 import sys
-import time
-from pathlib import Path
+
+# bench/ holds a tokenize.py that would shadow the standard library's tokenize module (which
+# numpy imports): look modules up without this script's folder.
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(os.path.abspath(__file__))]
+
+import argparse  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 import numpy as np
 
