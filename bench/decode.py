@@ -12,16 +12,10 @@ not re-run here.
 
 from __future__ import annotations
 
-import os
+import argparse
 import sys
-
-# bench/ holds a tokenize.py that would shadow the standard library's tokenize module (which
-# numpy imports): look modules up without this script's folder.
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(os.path.abspath(__file__))]
-
-import argparse  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
+import time
+from pathlib import Path
 
 import numpy as np
 
