@@ -16,18 +16,23 @@ WEIGHT_TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1")
 
 # Logit tolerance, as a fraction of the standard deviation of the reference logits (8-10 here).
 # Float weights (F32, F16, BF16) are multiplied with float32 activations; the oracle is exact
-# float64 math except that K and V are rounded to float16 as the KV cache stores them:
+# float64 math except for the float16 roundings both engines make (llama.cpp's): K and V as the
+# cache stores them, the roped queries and the softmax probabilities as the attention matmuls
+# take them, GELU through ggml's float16 table:
 #  * float32 accumulation instead of float64: ~1e-6 relative (observed 1e-6..2e-5 of the std);
-#  * an element of K or V within float32 error of a float16 rounding boundary may round the other
-#    way in the cache: one half-ulp (2^-11) in that element (observed up to 3e-4 of the std).
-# Block-quantized weights are multiplied with activations rounded to 8-bit blocks (the kernels'
-# documented numerics, llama.cpp's too), and the oracle applies the same rounding
-# (act_quant=True). Rows then agree to ~1e-6, except where an activation lands within float32
-# error of a rounding boundary and rounds the other way: one step (max|x|/127 of its block) in
-# one element, which these deliberately sharp tiny models amplify to at most ~4e-2 of the std in
-# that row and the rows attending to it. Without the activation rounding in the oracle the
-# difference is 0.1-0.2 of the std; a wrong rope pair, mask, norm or scale moves logits by O(1).
-TOLERANCE_FLOAT = 2e-3
+#  * a value within float32 error of a float16 rounding boundary may round the other way: one
+#    half-ulp (2^-11) in that element, which these sharp tiny models amplify to 1e-4..5e-4 of the
+#    std, 1.9e-3 over the 300 positions of test_longer_than_one_micro_batch (4.7e-4 there before
+#    queries and probabilities were rounded too): hence 5e-3.
+# Block-quantized weights are multiplied with activations rounded to 8-bit blocks the way
+# llama.cpp does it (scale stored as float16 for 32-blocks), and the oracle applies the same
+# rounding (act_quant=True). Rows then agree to ~1e-6, except where an activation lands within
+# float32 error of a rounding boundary and rounds the other way: one step (max|x|/127 of its
+# block) in one element, which these deliberately sharp tiny models amplify to at most ~6e-2 of
+# the std in that row and the rows attending to it. Without the activation rounding in the
+# oracle the difference is 0.1-0.2 of the std; a wrong rope pair, mask, norm or scale moves
+# logits by O(1).
+TOLERANCE_FLOAT = 5e-3
 TOLERANCE_QUANTIZED = 1e-1
 FLOAT_TYPES = ("F32", "F16", "BF16")
 

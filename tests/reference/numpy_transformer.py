@@ -5,12 +5,19 @@ dequantized with ``gguf.quants.dequantize``. The architectures follow llama.cpp'
 (llama, qwen2, gemma3). The whole sequence is computed at once with a causal mask, no cache.
 
 Keys and values are rounded to float16 before attention, because that is how quickdraft's
-KV cache stores them (its documented default); everything else is float64.
+KV cache stores them (its documented default). As llama.cpp does (its KQ and KQV matmuls against
+the F16 cache take F16 inputs), the roped queries and the normalised softmax probabilities are
+rounded to float16 too, and GELU goes through ggml's F16 table (input and output rounded to
+float16 for |x| < 10). Everything else is float64.
 
 With ``act_quant=True`` the input of every matmul against a block-quantized weight is first
 rounded to 8-bit blocks, the documented numerics of quickdraft's CPU kernels (and, up to the
 scale's rounding, of llama.cpp's): blocks of 32 for Q4_0/Q4_1/Q5_0/Q5_1/Q8_0/IQ4_NL weights,
-of 256 for the K-quants; scale d = max|x| / 127 per block, q = round-half-even(x / d).
+of 256 for the K-quants; q = round-half-even(x * 127 / max|x|) per block, and the scale is
+llama.cpp's: float16(max|x| / 127) for 32-blocks (block_q8_0/q8_1 store it as FP16), float32
+1 / (127 / max|x|) for 256-blocks (block_q8_K). Q4_1/Q5_1 weights (w = d * q + m) meet Q8_1
+activations, whose block sum s = d * sum(q) is stored as FP16 as well and multiplies m: the
+oracle adds m * (s - d * sum(q)) per block, with m read from the weight blocks.
 """
 
 from __future__ import annotations
@@ -105,16 +112,43 @@ def _rope(x: np.ndarray, pos: np.ndarray, n_rot: int, base: float, scale: float,
 ACT_BLOCK = {"Q4_0": 32, "Q4_1": 32, "Q5_0": 32, "Q5_1": 32, "Q8_0": 32, "IQ4_NL": 32, "Q4_K": 256, "Q6_K": 256}
 
 
-def _act_quant(x: np.ndarray, block: int) -> np.ndarray:
+def _f16(x: np.ndarray) -> np.ndarray:
+    return x.astype(np.float32).astype(np.float16).astype(np.float64)
+
+
+def _act_quant(x: np.ndarray, block: int) -> tuple[np.ndarray, np.ndarray]:
+    """(x rounded to 8-bit blocks, per block s - d * sum(q): Q8_1's FP16 rounding of s)."""
     b = x.reshape(-1, block).astype(np.float32)
-    d = np.abs(b).max(axis=1, keepdims=True) / np.float32(127)
-    inv = np.divide(np.float32(1), d, out=np.zeros_like(d), where=d > 0)
-    q = np.clip(np.rint(b * inv), -127, 127)  # np.rint rounds half to even
-    return (q * d).astype(np.float64).reshape(x.shape)
+    amax = np.abs(b).max(axis=1, keepdims=True)
+    iscale = np.divide(np.float32(127), amax, out=np.zeros_like(amax), where=amax > 0)
+    q = np.clip(np.rint(b * iscale), -127, 127)  # np.rint rounds half to even
+    ds = np.zeros(len(b))
+    if block == 32:
+        d_exact = amax / np.float32(127)
+        d = d_exact.astype(np.float16).astype(np.float32)
+        sq = q.sum(axis=1, keepdims=True)
+        s = (d_exact * sq).astype(np.float16).astype(np.float64)
+        ds = (s - d.astype(np.float64) * sq)[:, 0]
+    else:
+        d = np.divide(np.float32(1), iscale, out=np.zeros_like(iscale), where=iscale > 0)
+    return (q * d).astype(np.float64).reshape(x.shape), ds.reshape(*x.shape[:-1], -1)
+
+
+# Block bytes and offset of the FP16 min m in the weight types whose dot uses Q8_1's s.
+MIN_BLOCKS = {"Q4_1": (20, 2), "Q5_1": (24, 2)}
+
+
+def _block_mins(data: np.ndarray, rows: int, type_name: str) -> np.ndarray:
+    size, off = MIN_BLOCKS[type_name]
+    raw = np.ascontiguousarray(data).view(np.uint8).reshape(rows, -1, size)
+    return raw[:, :, off:off + 2].copy().view(np.float16)[..., 0].astype(np.float64)  # [rows, blocks]
 
 
 def _gelu_tanh(x: np.ndarray) -> np.ndarray:
-    return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
+    """ggml's GELU: tabulated at float16 inputs, with float16 outputs, for |x| < 10."""
+    h = _f16(x)
+    y = _f16(0.5 * h * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (h + 0.044715 * h ** 3))))
+    return np.where(x <= -10.0, 0.0, np.where(x >= 10.0, x, y))
 
 
 def _silu(x: np.ndarray) -> np.ndarray:
@@ -129,16 +163,25 @@ class NumpyTransformer:
         self.hp = _hparams(_meta(reader))
         self.kv_dtype = kv_dtype
         self.w: dict[str, np.ndarray] = {}
+        self.wmin: dict[str, np.ndarray] = {}  # Q4_1/Q5_1 block mins [rows, cols / 32]
         self.act_block = {t.name: ACT_BLOCK.get(t.tensor_type.name) if act_quant else None for t in reader.tensors}
         for t in reader.tensors:
             shape = tuple(int(d) for d in reversed(t.shape))  # numpy order: [rows, cols]
             self.w[t.name] = np.asarray(dequantize(t.data, t.tensor_type), dtype=np.float64).reshape(shape)
+            if act_quant and t.tensor_type.name in MIN_BLOCKS:
+                self.wmin[t.name] = _block_mins(t.data, shape[0], t.tensor_type.name)
         self.n_vocab = self.w["token_embd.weight"].shape[0]
 
     def _mm(self, x: np.ndarray, name: str) -> np.ndarray:
         """x @ W.T, with x rounded to 8-bit blocks first when act_quant applies to W's type."""
         block = self.act_block[name]
-        return (x if block is None else _act_quant(x, block)) @ self.w[name].T
+        if block is None:
+            return x @ self.w[name].T
+        xq, ds = _act_quant(x, block)
+        out = xq @ self.w[name].T
+        if name in self.wmin:
+            out = out + ds @ self.wmin[name].T
+        return out
 
     def _attention(self, il: int, h: np.ndarray, pos: np.ndarray) -> np.ndarray:
         hp, w, p = self.hp, self.w, f"blk.{il}."
@@ -154,6 +197,7 @@ class NumpyTransformer:
         base, scale = (10000.0, 1.0) if local else (hp.rope_base, hp.rope_scale)
         neox = ROPE_NEOX[hp.arch]
         q, k = _rope(q, pos, hp.n_rot, base, scale, neox), _rope(k, pos, hp.n_rot, base, scale, neox)
+        q = _f16(q)
         k = k.astype(self.kv_dtype).astype(np.float64)
         v = v.astype(self.kv_dtype).astype(np.float64)
         group = H // Hkv
@@ -165,7 +209,7 @@ class NumpyTransformer:
             masked |= (i - j) >= hp.window
         scores = np.where(masked[None], -np.inf, scores)
         scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
-        scores /= scores.sum(axis=-1, keepdims=True)
+        scores = _f16(scores / scores.sum(axis=-1, keepdims=True))
         out = np.einsum("hij,jhd->ihd", scores, v).reshape(n, H * hd)
         return self._mm(out, p + "attn_output.weight")
 

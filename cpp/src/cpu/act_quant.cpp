@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "cpu/act_layout.h"
+#include "quant/fp16.h"
 
 namespace qd::cpu {
 
@@ -17,19 +18,25 @@ inline int nearest_int(float v) {
   return (i & 0x007fffff) - 0x00400000;
 }
 
-// Quantizes one block of `len` floats to int8 with scale d = amax / 127; returns d.
-float quantize_block(const float* x, int len, int8_t* q) {
+// Quantizes one block of `len` floats to int8 the way llama.cpp's x86 quantize_row_q8_0/q8_1
+// (and quantize_row_q8_K) do, so both engines pick the same int8 values: multiplier
+// 127 / amax (not 1 / d), round half to even. Returns the unrounded scale amax / 127.
+float quantize_block(const float* x, int len, int8_t* q, float* iscale_out) {
   float amax = 0.f;
   for (int k = 0; k < len; k++) amax = std::fmax(amax, std::fabs(x[k]));
-  const float d = amax / 127.f;
-  const float id = d != 0.f ? 1.f / d : 0.f;
+  const float id = amax != 0.f ? 127.f / amax : 0.f;
   for (int k = 0; k < len; k++) {
     int v = nearest_int(x[k] * id);
     q[k] = (int8_t)(v > 127 ? 127 : (v < -127 ? -127 : v));
   }
-  return d;
+  *iscale_out = id;
+  return amax / 127.f;
 }
 
+inline float round_to_half(float v) { return fp16_to_f32(f32_to_fp16(v)); }
+
+// llama.cpp's block_q8_0 / block_q8_1 store d (and Q8_1's s = d * sum) as FP16, and its dot
+// products use those rounded values: so do we (s serves the Q4_1/Q5_1 kernels, as Q8_1's does).
 void quantize_q8_0(const float* x, int64_t cols, uint8_t* dst) {
   const ActQ8_0 v = act_q8_0(dst, cols);
   int8_t* qs = const_cast<int8_t*>(v.qs);
@@ -37,21 +44,29 @@ void quantize_q8_0(const float* x, int64_t cols, uint8_t* dst) {
   float* s = const_cast<float*>(v.s);
   float* d8 = const_cast<float*>(v.d8);
   for (int64_t b = 0; b < cols / 32; b++) {
-    d[b] = quantize_block(x + b * 32, 32, qs + b * 32);
+    float id;
+    const float d_exact = quantize_block(x + b * 32, 32, qs + b * 32, &id);
     int sum = 0;
     for (int k = 0; k < 32; k++) sum += qs[b * 32 + k];
-    s[b] = d[b] * (float)sum;
+    d[b] = round_to_half(d_exact);
+    s[b] = round_to_half(d_exact * (float)sum);
     for (int k = 0; k < 8; k++) d8[8 * b + k] = d[b];
   }
 }
 
+// llama.cpp's block_q8_K keeps d in float, as d = 1 / iscale (its iscale is -127 / (signed
+// max); the sign flip of q and d cancels in every product, so the values here are the same).
 void quantize_q8_K(const float* x, int64_t cols, uint8_t* dst) {
   const ActQ8_K v = act_q8_K(dst, cols);
   int8_t* qs = const_cast<int8_t*>(v.qs);
   float* d = const_cast<float*>(v.d);
   int16_t* bsums = const_cast<int16_t*>(v.bsums);
   float* dsums = const_cast<float*>(v.dsums);
-  for (int64_t b = 0; b < cols / 256; b++) d[b] = quantize_block(x + b * 256, 256, qs + b * 256);
+  for (int64_t b = 0; b < cols / 256; b++) {
+    float id;
+    quantize_block(x + b * 256, 256, qs + b * 256, &id);
+    d[b] = id != 0.f ? 1.f / id : 0.f;
+  }
   for (int64_t g = 0; g < cols / 16; g++) {
     int sum = 0;
     for (int k = 0; k < 16; k++) sum += qs[g * 16 + k];

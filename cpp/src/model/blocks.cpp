@@ -25,6 +25,7 @@ void attention_block(Step& s, const LayerWeights& L, int il) {
   const RopeRows& r = swa ? s.rope_swa : s.rope_global;
   rope(s.q, n, hp.n_head, hd, hp.n_rot, hp.rope_neox, r.cos, r.sin);
   rope(s.k, n, hp.n_head_kv, hd, hp.n_rot, hp.rope_neox, r.cos, r.sin);
+  round_to_half(s.q, (int64_t)n * q_dim);  // as llama.cpp's KQ matmul against F16 keys does
 
   s.kv.store(il, s.pos0, n, s.k, s.v);
   AttentionShape shape;

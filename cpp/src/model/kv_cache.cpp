@@ -50,12 +50,15 @@ void attend_group(const KvCache& kv, int il, const float* q, int pos, int g, con
     model::half_to_float_rows(kv.k(il, j0 + c0) + (size_t)g * hd, stride, rows, m, hd);
     for (int h = 0; h < G; h++) model::scaled_dots(q + (size_t)h * hd, rows, m, hd, sh.scale, scores + (size_t)h * nk + c0);
   }
-  float inv_sum[256];  // G <= 256, checked at load
   for (int h = 0; h < G; h++) {
     float* s = scores + (size_t)h * nk;
     float mx = s[0];
     for (int j = 1; j < nk; j++) mx = std::max(mx, s[j]);
-    inv_sum[h] = 1.0f / model::exp_shift_sum(s, nk, mx);
+    // Normalised, then rounded to half before weighting the values, as llama.cpp's softmax
+    // followed by its KQV matmul against F16 values does.
+    const float inv_sum = 1.0f / model::exp_shift_sum(s, nk, mx);
+    for (int j = 0; j < nk; j++) s[j] *= inv_sum;
+    model::round_to_half(s, nk);
     std::fill(out + (size_t)h * hd, out + (size_t)(h + 1) * hd, 0.0f);
   }
   for (int c0 = 0; c0 < nk; c0 += kKeyChunk) {
@@ -63,7 +66,6 @@ void attend_group(const KvCache& kv, int il, const float* q, int pos, int g, con
     model::half_to_float_rows(kv.v(il, j0 + c0) + (size_t)g * hd, stride, rows, m, hd);
     for (int h = 0; h < G; h++) model::weighted_rows_add(scores + (size_t)h * nk + c0, rows, m, hd, out + (size_t)h * hd);
   }
-  for (int h = 0; h < G; h++) model::scale(out + (size_t)h * hd, inv_sum[h], hd);
 }
 
 }  // namespace

@@ -10,6 +10,10 @@ void float_to_half_row(const float* src, uint16_t* dst, int n) {
   for (int i = 0; i < n; i++) dst[i] = f32_to_fp16(src[i]);
 }
 
+void round_to_half(float* x, int64_t n) {
+  for (int64_t i = 0; i < n; i++) x[i] = fp16_to_f32(f32_to_fp16(x[i]));
+}
+
 void rmsnorm(const float* x, const float* w, int n_rows, int dim, float eps, float* y) {
   for (int r = 0; r < n_rows; r++) {
     const float* xr = x + (int64_t)r * dim;
@@ -55,7 +59,16 @@ void gelu_tanh_mul(float* gate, const float* up, int64_t n) {
   constexpr float kCoef = 0.044715f;
   for (int64_t i = 0; i < n; i++) {
     const float g = gate[i];
-    gate[i] = 0.5f * g * (1.0f + std::tanh(kSqrt2OverPi * g * (1.0f + kCoef * g * g))) * up[i];
+    float y;
+    if (g <= -10.0f) {
+      y = 0.0f;
+    } else if (g >= 10.0f) {
+      y = g;
+    } else {
+      const float h = fp16_to_f32(f32_to_fp16(g));
+      y = fp16_to_f32(f32_to_fp16(0.5f * h * (1.0f + std::tanh(kSqrt2OverPi * h * (1.0f + kCoef * h * h)))));
+    }
+    gate[i] = y * up[i];
   }
 }
 

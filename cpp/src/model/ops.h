@@ -9,6 +9,10 @@ namespace qd::model {
 // Round-to-nearest-even float -> half, for storing keys and values in the KV cache.
 void float_to_half_row(const float* src, uint16_t* dst, int n);
 
+// x[i] = x[i] rounded to the nearest half (ties to even). llama.cpp rounds the queries and the
+// softmax probabilities so when its attention matmuls run against the F16 KV cache.
+void round_to_half(float* x, int64_t n);
+
 // y[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w, for n_rows rows of `dim`; y may alias x.
 void rmsnorm(const float* x, const float* w, int n_rows, int dim, float eps, float* y);
 
@@ -24,7 +28,8 @@ void scale(float* x, float s, int64_t n);
 // x[i] = cap * tanh(x[i] / cap).
 void softcap(float* x, float cap, int64_t n);
 
-// gate[i] = act(gate[i]) * up[i].
+// gate[i] = act(gate[i]) * up[i]. GELU as ggml computes it: through its F16 table (the input
+// rounded to half, tanh-GELU of that, the result rounded to half) for |x| < 10.
 void silu_mul(float* gate, const float* up, int64_t n);
 void gelu_tanh_mul(float* gate, const float* up, int64_t n);
 
