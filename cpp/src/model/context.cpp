@@ -18,14 +18,14 @@ namespace {
 // split (batch invariance), so this only bounds the scratch memory.
 constexpr int kMaxUbatch = 128;
 
-// Angular frequency of every rotated pair: freq_scale * base^(-2i/n_rot) / factor[i].
-std::vector<double> rope_inv_freq(int n_rot, double base, double freq_scale, const float* factors) {
-  std::vector<double> f((size_t)n_rot / 2);
-  for (int i = 0; i < n_rot / 2; i++) {
-    f[(size_t)i] = freq_scale * std::pow(base, -2.0 * i / n_rot) / (factors ? (double)factors[i] : 1.0);
-  }
-  return f;
-}
+// Rope angles as ggml computes them (ggml_rope_cache_init), in float: theta starts at the
+// position and is multiplied by base^(-2/n_rot) from one pair to the next; the angle of pair i
+// is freq_scale * theta / factor[i]. Matching its float rounding keeps q and k closer to
+// llama.cpp's than exact angles would.
+struct RopeFreqs {
+  float base = 10000.0f, scale = 1.0f;
+  const float* factors = nullptr;
+};
 
 const model::TransformerModel& as_transformer(const std::shared_ptr<const Model>& m) {
   if (!m) throw ArgError("Context: model is null");
@@ -51,7 +51,7 @@ struct Context::Impl {
   KvCache kv;
   std::vector<int> kv_valid;    // [n_layer]: positions whose keys/values this layer holds
   std::vector<uint8_t> skip;    // [n_layer]: 1 when the layer is skipped
-  std::vector<double> freq_global, freq_swa;
+  RopeFreqs freq_global, freq_swa;
   bool any_swa = false;
 
   int cap = 0;  // rows the scratch below holds
@@ -66,8 +66,8 @@ struct Context::Impl {
         kv_valid((size_t)hp.n_layer, 0),
         skip((size_t)hp.n_layer, 0) {
     const float* factors = m.weights().rope_freqs;
-    freq_global = rope_inv_freq(hp.n_rot, hp.rope_base, hp.rope_freq_scale, factors);
-    freq_swa = rope_inv_freq(hp.n_rot, hp.rope_base_swa, 1.0, factors);
+    freq_global = {(float)hp.rope_base, (float)hp.rope_freq_scale, factors};
+    freq_swa = {(float)hp.rope_base_swa, 1.0f, factors};
     any_swa = std::any_of(hp.swa_layers.begin(), hp.swa_layers.end(), [](uint8_t s) { return s != 0; });
   }
 
@@ -84,13 +84,16 @@ struct Context::Impl {
     for (auto* b : {&cos_g, &sin_g, &cos_s, &sin_s}) b->resize(n * R);
   }
 
-  static void rope_rows(const std::vector<double>& freq, int pos0, int n, float* c, float* s) {
-    const size_t R = freq.size();
+  void rope_rows(const RopeFreqs& f, int pos0, int n, float* c, float* s) const {
+    const int R = hp.n_rot / 2;
+    const float theta_scale = std::pow(f.base, -2.0f / (float)hp.n_rot);
     for (int i = 0; i < n; i++) {
-      for (size_t j = 0; j < R; j++) {
-        const double a = (double)(pos0 + i) * freq[j];
-        c[i * R + j] = (float)std::cos(a);
-        s[i * R + j] = (float)std::sin(a);
+      float theta = (float)(pos0 + i);
+      for (int j = 0; j < R; j++) {
+        const float a = f.scale * (theta / (f.factors ? f.factors[j] : 1.0f));
+        c[(size_t)i * R + j] = std::cos(a);
+        s[(size_t)i * R + j] = std::sin(a);
+        theta *= theta_scale;
       }
     }
   }
