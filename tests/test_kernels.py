@@ -178,3 +178,33 @@ def test_force_isa():
     for isa in missing:
         r = _isa_in_subprocess(isa)
         assert r.returncode != 0 and "QD_FORCE_ISA" in r.stderr
+
+
+def _round_half_even_f32(v: np.ndarray) -> np.ndarray:
+    return np.rint(v).astype(np.int64)
+
+
+@pytest.mark.parametrize("fmt,block", [("q8_0", 32), ("q8_K", 256)])
+def test_activation_quantization(fmt, block):
+    """Q8 activations: numpy float32 oracle, and the same bits from every ISA."""
+    rng = np.random.default_rng(11)
+    x = (rng.standard_normal(1024) * rng.uniform(0.01, 100, 1024)).astype(np.float32)
+    x[:block] = 0.0  # a zero block
+    blocks = x.reshape(-1, block)
+    d = (np.abs(blocks).max(axis=1) / np.float32(127)).astype(np.float32)
+    inv = np.where(d != 0, np.float32(1) / np.where(d != 0, d, 1), 0).astype(np.float32)
+    q = np.clip(_round_half_even_f32(blocks * inv[:, None]), -127, 127)
+    ref = K.quantize_row(x, fmt, isa="scalar")
+    np.testing.assert_array_equal(ref["qs"], q.reshape(-1))
+    np.testing.assert_array_equal(ref["d"], d)
+    if fmt == "q8_0":
+        np.testing.assert_array_equal(ref["s"], d * q.sum(axis=1).astype(np.float32))
+        np.testing.assert_array_equal(ref["d8"], np.repeat(d, 8))
+    else:
+        sums = q.reshape(-1, 16).sum(axis=1)
+        np.testing.assert_array_equal(ref["bsums"], sums)
+        np.testing.assert_array_equal(ref["dsums"], np.repeat(d, 16) * sums.astype(np.float32))
+    for isa in SIMD_ISAS:
+        got = K.quantize_row(x, fmt, isa=isa)
+        for name, arr in ref.items():
+            np.testing.assert_array_equal(got[name], arr, err_msg=f"{isa} {name}")

@@ -27,9 +27,14 @@ struct GemmKernel {
 
 constexpr uint32_t kMaxTypeId = 48;
 
+// Quantizes one activation row of `cols` floats into dst (layout: act_layout.h).
+using QuantizeRowFn = void (*)(const float* x, int64_t cols, uint8_t* dst);
+
 struct KernelTable {
   Isa isa = Isa::scalar;
   GemmKernel gemm[kMaxTypeId];  // indexed by GGML type id
+  // By ActFormat; nullptr: use the scalar quantize_act_row. Must be bit-identical to it.
+  QuantizeRowFn quantize[3] = {nullptr, nullptr, nullptr};
 };
 
 const KernelTable& kernels_scalar();  // always built: the reference every SIMD kernel is tested against
@@ -39,8 +44,8 @@ const KernelTable& kernels_avx512();  // only when QD_HAVE_AVX512_KERNELS
 // The table for `isa` (which must be available: see isa_available).
 const KernelTable& kernel_table(Isa isa);
 
-// Activation quantization, one row on its own (per-row scales). Shared by all ISAs so every ISA
-// sees bit-identical activations.
+// Activation quantization, one row on its own (per-row scales), scalar. The SIMD versions in the
+// tables produce the same bits, so every ISA sees the same activations.
 void quantize_act_row(ActFormat f, const float* x, int64_t cols, uint8_t* dst);
 
 }  // namespace qd::cpu

@@ -104,14 +104,24 @@ void dequantize_row(const Matrix& w, int64_t r, float* dst) {
 void matmul(const Matrix& w, const float* x, int64_t n, float* y, ThreadPool& pool, Isa isa) {
   check_shape(w);
   if (n <= 0) return;
-  const GemmKernel k = find_kernel(kernel_table(isa), w);
+  const KernelTable& table = kernel_table(isa);
+  const GemmKernel k = find_kernel(table, w);
 
   const uint8_t* act = (const uint8_t*)x;
   size_t stride = (size_t)w.cols * sizeof(float);
   if (k.act != ActFormat::f32) {
     stride = act_row_bytes(k.act, w.cols);
     uint8_t* q = act_scratch(stride * (size_t)n);
-    auto quantize = [&](int i) { quantize_act_row(k.act, x + (size_t)i * w.cols, w.cols, q + (size_t)i * stride); };
+    const QuantizeRowFn simd = table.quantize[(int)k.act];
+    auto quantize = [&](int i) {
+      const float* xi = x + (size_t)i * w.cols;
+      uint8_t* qi = q + (size_t)i * stride;
+      if (simd) {
+        simd(xi, w.cols, qi);
+      } else {
+        quantize_act_row(k.act, xi, w.cols, qi);
+      }
+    };
     if (n == 1) {
       quantize(0);
     } else {

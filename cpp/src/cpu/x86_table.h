@@ -3,6 +3,7 @@
 #include "cpu/kernels.h"
 #include "cpu/x86_kquants.h"
 #include "cpu/x86_q32.h"
+#include "cpu/x86_quantize.h"
 #include "quant/quant_types.h"
 
 namespace qd::cpu {
@@ -22,6 +23,8 @@ KernelTable make_x86_table(Isa isa) {
   set(Type::IQ4_NL, q32_gemm<Tag, WIQ4_NL>, ActFormat::q8_0);
   set(Type::Q4_K, q4k_gemm<Tag>, ActFormat::q8_K);
   set(Type::Q6_K, q6k_gemm<Tag>, ActFormat::q8_K);
+  t.quantize[(int)ActFormat::q8_0] = x86_quantize_q8_0;
+  t.quantize[(int)ActFormat::q8_K] = x86_quantize_q8_K;
   return t;
 }
 
