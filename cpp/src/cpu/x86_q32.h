@@ -31,11 +31,15 @@ inline __m256i bytes_from_bits_32(const uint8_t* x) {
 }
 
 // A weight format: block type, unpack to 32 int8 (signed) or uint8 (unsigned + min term).
+// (unused parameters in coef() are kept so that every format has the same signature)
 struct WQ4_0 {
   using block = quant::block_q4_0;
   static constexpr bool kSigned = true;
   static __m256i unpack(const block& b) { return _mm256_sub_epi8(unpack_nibbles(b.qs), _mm256_set1_epi8(8)); }
   static float m(const block&) { return 0.f; }
+  // Unsigned form u and per-block offset c: w = d * u + c (for the grouped VNNI kernels).
+  static __m256i unpack_u(const block& b) { return unpack_nibbles(b.qs); }
+  static float coef(const block& b, float d) { return -8.f * d; }
 };
 
 struct WQ4_1 {
@@ -43,6 +47,9 @@ struct WQ4_1 {
   static constexpr bool kSigned = false;
   static __m256i unpack(const block& b) { return unpack_nibbles(b.qs); }
   static float m(const block& b) { return h2f(b.m); }
+  // Unsigned form u and per-block offset c: w = d * u + c (for the grouped VNNI kernels).
+  static __m256i unpack_u(const block& b) { return unpack_nibbles(b.qs); }
+  static float coef(const block& b, float d) { return h2f(b.m); }
 };
 
 struct WQ5_0 {
@@ -54,6 +61,9 @@ struct WQ5_0 {
     return _mm256_or_si256(unpack_nibbles(b.qs), hi);
   }
   static float m(const block&) { return 0.f; }
+  // Unsigned form u and per-block offset c: w = d * u + c (for the grouped VNNI kernels).
+  static __m256i unpack_u(const block& b) { return _mm256_or_si256(unpack_nibbles(b.qs), _mm256_and_si256(bytes_from_bits_32(b.qh), _mm256_set1_epi8(0x10))); }
+  static float coef(const block& b, float d) { return -16.f * d; }
 };
 
 struct WQ5_1 {
@@ -64,6 +74,9 @@ struct WQ5_1 {
     return _mm256_or_si256(unpack_nibbles(b.qs), hi);
   }
   static float m(const block& b) { return h2f(b.m); }
+  // Unsigned form u and per-block offset c: w = d * u + c (for the grouped VNNI kernels).
+  static __m256i unpack_u(const block& b) { return _mm256_or_si256(unpack_nibbles(b.qs), _mm256_and_si256(bytes_from_bits_32(b.qh), _mm256_set1_epi8(0x10))); }
+  static float coef(const block& b, float d) { return h2f(b.m); }
 };
 
 struct WQ8_0 {
@@ -71,6 +84,9 @@ struct WQ8_0 {
   static constexpr bool kSigned = true;
   static __m256i unpack(const block& b) { return _mm256_loadu_si256((const __m256i*)b.qs); }
   static float m(const block&) { return 0.f; }
+  // Unsigned form u and per-block offset c: w = d * u + c (for the grouped VNNI kernels).
+  static __m256i unpack_u(const block& b) { return _mm256_xor_si256(_mm256_loadu_si256((const __m256i*)b.qs), _mm256_set1_epi8((char)0x80)); }
+  static float coef(const block& b, float d) { return -128.f * d; }
 };
 
 struct WIQ4_NL {
@@ -81,6 +97,9 @@ struct WIQ4_NL {
     return _mm256_shuffle_epi8(lut, unpack_nibbles(b.qs));
   }
   static float m(const block&) { return 0.f; }
+  // Unsigned form u and per-block offset c: w = d * u + c (for the grouped VNNI kernels).
+  static __m256i unpack_u(const block& b) { return _mm256_xor_si256(unpack(b), _mm256_set1_epi8((char)0x80)); }
+  static float coef(const block& b, float d) { return -128.f * d; }
 };
 
 // One block b of one weight row into the R rows' accumulators.

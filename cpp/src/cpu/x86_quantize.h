@@ -58,7 +58,9 @@ void x86_quantize_q8_0(const float* x, int64_t cols, uint8_t* dst) {
     d[b] = db;
     s[b] = db * (float)sum;
     _mm256_storeu_ps(d8 + 8 * b, _mm256_set1_ps(db));
+    const_cast<float*>(v.d2)[2 * b] = const_cast<float*>(v.d2)[2 * b + 1] = db;
   }
+  act_fill_group_order(qs, cols, const_cast<int8_t*>(v.qsg));
 }
 
 void x86_quantize_q8_K(const float* x, int64_t cols, uint8_t* dst) {
@@ -81,6 +83,7 @@ void x86_quantize_q8_K(const float* x, int64_t cols, uint8_t* dst) {
       dsums[16 * b + 2 * k + 1] = db * (float)s1;
     }
   }
+  act_fill_group_order(qs, cols, const_cast<int8_t*>(v.qsg));
 }
 
 }  // namespace
