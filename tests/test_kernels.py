@@ -188,7 +188,8 @@ def _round_half_even_f32(v: np.ndarray) -> np.ndarray:
 def test_activation_quantization(fmt, block):
     """Q8 activations: numpy float32 oracle, and the same bits from every ISA."""
     rng = np.random.default_rng(11)
-    x = (rng.standard_normal(1024) * rng.uniform(0.01, 100, 1024)).astype(np.float32)
+    cols = 1024 + (64 if fmt == "q8_0" else 0)  # q8_0: a partial group stays in plain order
+    x = (rng.standard_normal(cols) * rng.uniform(0.01, 100, cols)).astype(np.float32)
     x[:block] = 0.0  # a zero block
     blocks = x.reshape(-1, block)
     d = (np.abs(blocks).max(axis=1) / np.float32(127)).astype(np.float32)
@@ -200,10 +201,20 @@ def test_activation_quantization(fmt, block):
     if fmt == "q8_0":
         np.testing.assert_array_equal(ref["s"], d * q.sum(axis=1).astype(np.float32))
         np.testing.assert_array_equal(ref["d8"], np.repeat(d, 8))
+        np.testing.assert_array_equal(ref["d2"], np.repeat(d, 2))
     else:
         sums = q.reshape(-1, 16).sum(axis=1)
         np.testing.assert_array_equal(ref["bsums"], sums)
         np.testing.assert_array_equal(ref["dsums"], np.repeat(d, 16) * sums.astype(np.float32))
+        # group-of-16 order: vector v, lane p holds bytes 4v..4v+3 of group 4 (p % 4) + p // 4
+        p = np.arange(16)
+        g16 = q.reshape(-1, 16, 4, 4)[:, 4 * (p % 4) + p // 4]  # [group256, lane, v, t]
+        np.testing.assert_array_equal(ref["qsg16"], g16.transpose(0, 2, 1, 3).reshape(-1))
+    # group order: vector v holds bytes 8v..8v+7 of each 32-block of a whole 256-group
+    flat = q.reshape(-1)
+    whole = len(flat) // 256 * 256
+    grouped = flat[:whole].reshape(-1, 8, 4, 8).transpose(0, 2, 1, 3).reshape(-1)
+    np.testing.assert_array_equal(ref["qsg"], np.concatenate([grouped, flat[whole:]]))
     for isa in SIMD_ISAS:
         got = K.quantize_row(x, fmt, isa=isa)
         for name, arr in ref.items():

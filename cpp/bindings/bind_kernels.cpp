@@ -119,12 +119,16 @@ void register_kernels(py::module_& m) {
           parts["d"] = py::array_t<float>(cols / 32, a.d);
           parts["s"] = py::array_t<float>(cols / 32, a.s);
           parts["d8"] = py::array_t<float>(cols / 32 * 8, a.d8);
+          parts["d2"] = py::array_t<float>(cols / 32 * 2, a.d2);
+          parts["qsg"] = py::array_t<int8_t>(cols, a.qsg);
         } else {
           const qd::cpu::ActQ8_K a = qd::cpu::act_q8_K(dst, cols);
           parts["qs"] = py::array_t<int8_t>(cols, a.qs);
           parts["d"] = py::array_t<float>(cols / 256, a.d);
           parts["bsums"] = py::array_t<int16_t>(cols / 16, a.bsums);
           parts["dsums"] = py::array_t<float>(cols / 16, a.dsums);
+          parts["qsg"] = py::array_t<int8_t>(cols, a.qsg);
+          parts["qsg16"] = py::array_t<int8_t>(cols, a.qsg16);
         }
         return parts;
       },

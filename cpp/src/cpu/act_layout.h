@@ -6,12 +6,15 @@
 //         | d2[cols/32 * 2] float (each d repeated twice) | qsg[cols] int8 (qs, group order)
 //   Q8_K: qs[cols] int8 | d[cols/256] float | bsums[cols/16] int16 (sum of each 16 qs)
 //         | dsums[cols/16] float (d * bsums: lets kernels apply per-group offsets with one FMA)
-//         | qsg[cols] int8 (qs, group order)
+//         | qsg[cols] int8 (qs, group order) | qsg16[cols] int8 (qs, group-of-16 order)
 // "Group order" (qsg): each whole group of 256 values, seen as 8 blocks of 32, is stored as 4
 // vectors of 64 bytes where vector v holds bytes 8v..8v+7 of block 0, then of block 1, ... of
 // block 7: qsg[64v + 8b + t] = qs[32b + 8v + t]. With the weights in the same order, every
 // 32-bit lane of a VNNI dot product stays within one block, so a whole group is 4 dot products
 // and ONE scale multiply. Values past the last whole group keep the plain order.
+// "Group-of-16 order" (qsg16, for Q6_K's 16 scales per 256): vector v holds bytes 4v..4v+3 of each
+// 16-value group, lane p taking group sigma(p) = 4 (p % 4) + p / 4 (what a 4x4 transpose of 32-bit
+// words inside 128-bit lanes produces): qsg16[64v + 4p + t] = qs[16 sigma(p) + 4v + t].
 // Each region starts on a 64-byte boundary relative to the row start.
 //
 // Everything here is `static inline`: this header is included by files compiled with different
@@ -40,6 +43,7 @@ struct ActQ8_K {
   const int16_t* bsums;   // [cols / 16]
   const float* dsums;     // [cols / 16]
   const int8_t* qsg;      // [cols], group order
+  const int8_t* qsg16;    // [cols], group-of-16 order
 };
 
 static inline size_t act_align64(size_t n) { return (n + 63) & ~(size_t)63; }
@@ -52,8 +56,8 @@ static inline void act_regions(ActFormat f, int64_t cols, size_t out[8]) {
     const size_t r[] = {c, c / 32 * 4, c / 32 * 4, c / 32 * 32, c / 32 * 8, c};
     for (int i = 0; i < 6; i++) out[i] = r[i];
   } else if (f == ActFormat::q8_K) {
-    const size_t r[] = {c, c / 256 * 4, c / 16 * 2, c / 16 * 4, c};
-    for (int i = 0; i < 5; i++) out[i] = r[i];
+    const size_t r[] = {c, c / 256 * 4, c / 16 * 2, c / 16 * 4, c, c};
+    for (int i = 0; i < 6; i++) out[i] = r[i];
   } else {
     out[0] = c * 4;
   }
@@ -87,7 +91,7 @@ static inline ActQ8_K act_q8_K(const uint8_t* row, int64_t cols) {
   size_t o[8];
   act_offsets(ActFormat::q8_K, cols, o);
   return {(const int8_t*)row, (const float*)(row + o[1]), (const int16_t*)(row + o[2]),
-          (const float*)(row + o[3]), (const int8_t*)(row + o[4])};
+          (const float*)(row + o[3]), (const int8_t*)(row + o[4]), (const int8_t*)(row + o[5])};
 }
 
 // qsg from qs (see "group order" above).
@@ -99,6 +103,18 @@ static inline void act_fill_group_order(const int8_t* qs, int64_t cols, int8_t* 
     }
   }
   std::memcpy(qsg + whole, qs + whole, (size_t)(cols - whole));
+}
+
+// qsg16 from qs (cols a multiple of 256; see "group-of-16 order" above).
+static inline void act_fill_group16_order(const int8_t* qs, int64_t cols, int8_t* qsg16) {
+  for (int64_t g = 0; g < cols; g += 256) {
+    for (int v = 0; v < 4; v++) {
+      for (int p = 0; p < 16; p++) {
+        const int sigma = 4 * (p % 4) + p / 4;
+        std::memcpy(qsg16 + g + 64 * v + 4 * p, qs + g + 16 * sigma + 4 * v, 4);
+      }
+    }
+  }
 }
 
 }  // namespace qd::cpu

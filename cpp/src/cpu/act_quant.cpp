@@ -62,6 +62,7 @@ void quantize_q8_K(const float* x, int64_t cols, uint8_t* dst) {
     dsums[g] = d[g / 16] * (float)sum;
   }
   act_fill_group_order(qs, cols, const_cast<int8_t*>(v.qsg));
+  act_fill_group16_order(qs, cols, const_cast<int8_t*>(v.qsg16));
 }
 
 }  // namespace

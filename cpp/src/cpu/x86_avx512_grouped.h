@@ -8,6 +8,8 @@
 //     one FMA into a 16-lane accumulator and one into an 8-lane one per group. Blocks after the
 //     last whole group go through q32x2_step (x86_avx512.h).
 //   Q4_K: a super-block is one group (its 8 sub-blocks); scales per lane, mins through dsums.
+//   Q6_K: a super-block is one group of 16 x 16 weights ("group-of-16 order"); the -32 offset
+//     through dsums.
 //
 // Order per (row, column), identical for every tile height R (batch invariance): exact integer
 // dot per group, the FMAs above group by group, then a fixed horizontal sum of each accumulator.
@@ -149,6 +151,73 @@ void q4kg_gemm(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size
   });
 }
 
+// 4 vectors of 64 plain-order weights -> group-of-16 order (act_layout.h): a 4x4 transpose of
+// 32-bit words inside each 128-bit lane.
+inline void to_group16_order(const __m512i z[4], __m512i out[4]) {
+  const __m512i t0 = _mm512_unpacklo_epi32(z[0], z[1]), t1 = _mm512_unpacklo_epi32(z[2], z[3]);
+  const __m512i t2 = _mm512_unpackhi_epi32(z[0], z[1]), t3 = _mm512_unpackhi_epi32(z[2], z[3]);
+  out[0] = _mm512_unpacklo_epi64(t0, t1);
+  out[1] = _mm512_unpackhi_epi64(t0, t1);
+  out[2] = _mm512_unpacklo_epi64(t2, t3);
+  out[3] = _mm512_unpackhi_epi64(t2, t3);
+}
+
+template <int R>
+void q6kg_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
+  const int64_t nb = w.cols / 256;
+  ActQ8_K x[R];
+  for (int j = 0; j < R; j++) x[j] = act_q8_K(act + (size_t)j * stride, w.cols);
+  const __m256i m4 = _mm256_set1_epi8(15), m30 = _mm256_set1_epi8(0x30);
+  const __m128i sigma = _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  for (int64_t r = r0; r < r1; r++) {
+    const quant::block_q6_K* wb = (const quant::block_q6_K*)(w.data + (size_t)r * w.row_bytes);
+    __m512 acc[R], acco[R];
+    for (int j = 0; j < R; j++) {
+      acc[j] = _mm512_setzero_ps();
+      acco[j] = _mm512_setzero_ps();
+    }
+    for (int64_t b = 0; b < nb; b++) {
+      const quant::block_q6_K& blk = wb[b];
+      __m512i z[4];  // plain order, 64 weights each (see x86_kquants.h for the bit layout)
+      for (int h = 0; h < 2; h++) {
+        const __m256i l0 = _mm256_loadu_si256((const __m256i*)(blk.ql + 64 * h));
+        const __m256i l1 = _mm256_loadu_si256((const __m256i*)(blk.ql + 64 * h + 32));
+        const __m256i hb = _mm256_loadu_si256((const __m256i*)(blk.qh + 32 * h));
+        const __m256i c0 = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(hb, 4), m30));
+        const __m256i c1 = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(hb, 2), m30));
+        const __m256i c2 =
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(hb, m30));
+        const __m256i c3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                           _mm256_and_si256(_mm256_srli_epi16(hb, 2), m30));
+        z[2 * h] = join256(c0, c1);
+        z[2 * h + 1] = join256(c2, c3);
+      }
+      __m512i q[4];
+      to_group16_order(z, q);
+      const __m128i sc8 = _mm_loadu_si128((const __m128i*)blk.scales);
+      const float dw = h2f(blk.d);
+      const __m512 wsc = _mm512_mul_ps(_mm512_set1_ps(dw),
+                                       _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_shuffle_epi8(sc8, sigma))));
+      // the -32 offset: -32 * d * sc_g per group g (plain order), against the activations' d * bsums
+      const __m512 woff = _mm512_mul_ps(_mm512_set1_ps(-32.f * dw), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(sc8)));
+      for (int j = 0; j < R; j++) {
+        const __m512i sumi = group_dot(q, x[j].qsg16 + 256 * b);
+        acc[j] = _mm512_fmadd_ps(_mm512_mul_ps(wsc, _mm512_set1_ps(x[j].d[b])), _mm512_cvtepi32_ps(sumi), acc[j]);
+        acco[j] = _mm512_fmadd_ps(woff, _mm512_loadu_ps(x[j].dsums + 16 * b), acco[j]);
+      }
+    }
+    for (int j = 0; j < R; j++) y[j * ldy + r] = hsum512(acc[j]) + hsum512(acco[j]);
+  }
+}
+
+template <class Tag>
+void q6kg_gemm(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t stride, int64_t n, float* y,
+               int64_t ldy) {
+  for_each_tile<Tag>(n, [&](auto rc, int64_t i0) {
+    q6kg_tile<decltype(rc)::value>(w, r0, r1, act + (size_t)i0 * stride, stride, y + i0 * ldy, ldy);
+  });
+}
+
 template <class Tag>
 void add_avx512_grouped_kernels(KernelTable& t) {
   using quant::Type;
@@ -160,6 +229,7 @@ void add_avx512_grouped_kernels(KernelTable& t) {
   set(Type::Q8_0, q32g_gemm<Tag, WQ8_0>, ActFormat::q8_0);
   set(Type::IQ4_NL, q32g_gemm<Tag, WIQ4_NL>, ActFormat::q8_0);
   set(Type::Q4_K, q4kg_gemm<Tag>, ActFormat::q8_K);
+  set(Type::Q6_K, q6kg_gemm<Tag>, ActFormat::q8_K);
 }
 
 }  // namespace
