@@ -219,3 +219,21 @@ def test_activation_quantization(fmt, block):
         got = K.quantize_row(x, fmt, isa=isa)
         for name, arr in ref.items():
             np.testing.assert_array_equal(got[name], arr, err_msg=f"{isa} {name}")
+
+
+@pytest.mark.parametrize("t", [T.Q4_0, T.Q4_1, T.Q5_0, T.Q8_0, T.Q4_K, T.Q6_K], ids=lambda t: t.name)
+def test_long_rows(t):
+    """Rows longer than the kernels' column blocks (2048) and chunks taller than their row blocks."""
+    rng = np.random.default_rng(5)
+    rows, cols = 100, 2816 if t in (T.Q4_K, T.Q6_K) else 2848  # 11 super-blocks / 89 blocks
+    w = random_weight(t, rows, cols, rng)
+    wf = dequant(t, w, cols)
+    x = rng.standard_normal((9, cols)).astype(np.float32)
+    ref = run(t, w, cols, x, isa="scalar")
+    mag = np.abs(x).astype(np.float64) @ np.abs(wf).T
+    for isa in SIMD_ISAS:
+        full = run(t, w, cols, x, isa=isa)
+        np.testing.assert_array_less(np.abs(full - ref), 1e-5 * mag + 1e-6)
+        for n in (1, 2, 5):
+            np.testing.assert_array_equal(run(t, w, cols, x[:n], isa=isa), full[:n])
+        np.testing.assert_array_equal(run(t, w, cols, x, isa=isa, threads=2), full)

@@ -50,22 +50,52 @@ inline __m512i group_dot(const __m512i q[4], const int8_t* xg) {
   return _mm512_add_epi32(s0, s1);
 }
 
+// Walks weight rows [r0, r1) in blocks of kRowBlock and their units (groups / super-blocks) in
+// blocks of kColBlock, so that the activation rows' slice for one column block stays in L1 while
+// kRowBlock weight rows use it (long rows, e.g. ffn_down's 8960 columns, would otherwise stream
+// all R activation rows from L2 for every weight row). Each (weight row, activation row) keeps
+// its accumulators across column blocks, so the FMA sequence into every accumulator is exactly
+// that of an unblocked loop: blocking never changes a result bit.
+constexpr int64_t kRowBlock = 16, kColBlock = 8;
+
+template <int NAcc, int R, class Body, class Finish>
+inline void column_blocked(int64_t r0, int64_t r1, int64_t n_units, Body&& body, Finish&& finish) {
+  alignas(64) __m512 st[kRowBlock][NAcc][R];
+  for (int64_t rb = r0; rb < r1; rb += kRowBlock) {
+    const int64_t re = rb + kRowBlock < r1 ? rb + kRowBlock : r1;
+    for (int64_t i = 0; i < re - rb; i++) {
+      for (int a = 0; a < NAcc; a++) {
+        for (int j = 0; j < R; j++) st[i][a][j] = _mm512_setzero_ps();
+      }
+    }
+    // one or two activation rows fit L1 whole: keep the weight rows streaming in order
+    const int64_t col_block = R <= 2 ? n_units : kColBlock;
+    int64_t u0 = 0;
+    do {  // at least once: a row with no whole unit still has its tail
+      const int64_t u1 = u0 + col_block < n_units ? u0 + col_block : n_units;
+      for (int64_t r = rb; r < re; r++) body(r, u0, u1, u1 == n_units, st[r - rb]);
+      u0 = u1;
+    } while (u0 < n_units);
+    for (int64_t r = rb; r < re; r++) finish(r, st[r - rb]);
+  }
+}
+
 template <class W, int R>
 void q32g_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
   const int64_t nb = w.cols / 32, ng = w.cols / 256;
   ActQ8_0 x[R];
   for (int j = 0; j < R; j++) x[j] = act_q8_0(act + (size_t)j * stride, w.cols);
-  for (int64_t r = r0; r < r1; r++) {
+  auto body = [&](int64_t r, int64_t g0, int64_t g1, bool last, __m512 (*st)[R]) {
     const typename W::block* wb = (const typename W::block*)(w.data + (size_t)r * w.row_bytes);
     __m512 acc[R];
     __m256 acco[R];
     __m128 accm[R];
     for (int j = 0; j < R; j++) {
-      acc[j] = _mm512_setzero_ps();
-      acco[j] = _mm256_setzero_ps();
-      accm[j] = _mm_setzero_ps();
+      acc[j] = st[0][j];
+      acco[j] = _mm512_castps512_ps256(st[1][j]);
+      accm[j] = _mm512_castps512_ps128(st[2][j]);
     }
-    for (int64_t g = 0; g < ng; g++) {
+    for (int64_t g = g0; g < g1; g++) {
       const typename W::block* blk = wb + 8 * g;
       __m256i u[8];
       alignas(32) float dw[8], c[8];
@@ -85,11 +115,24 @@ void q32g_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size
         acco[j] = _mm256_fmadd_ps(wc, _mm256_loadu_ps(x[j].s + 8 * g), acco[j]);
       }
     }
-    int64_t b = 8 * ng;
-    for (; b + 2 <= nb; b += 2) q32x2_step<W, R>(wb + b, b, true, x, acc, accm);
-    if (b < nb) q32x2_step<W, R>(wb + b, b, false, x, acc, accm);
-    for (int j = 0; j < R; j++) y[j * ldy + r] = hsum512(acc[j]) + hsum(acco[j]) + hsum128(accm[j]);
-  }
+    if (last) {  // blocks after the last whole group
+      int64_t b = 8 * ng;
+      for (; b + 2 <= nb; b += 2) q32x2_step<W, R>(wb + b, b, true, x, acc, accm);
+      if (b < nb) q32x2_step<W, R>(wb + b, b, false, x, acc, accm);
+    }
+    for (int j = 0; j < R; j++) {
+      st[0][j] = acc[j];
+      st[1][j] = _mm512_castps256_ps512(acco[j]);
+      st[2][j] = _mm512_castps128_ps512(accm[j]);
+    }
+  };
+  auto finish = [&](int64_t r, __m512 (*st)[R]) {
+    for (int j = 0; j < R; j++) {
+      y[j * ldy + r] = hsum512(st[0][j]) + hsum(_mm512_castps512_ps256(st[1][j])) +
+                       hsum128(_mm512_castps512_ps128(st[2][j]));
+    }
+  };
+  column_blocked<3, R>(r0, r1, ng, body, finish);
 }
 
 template <class Tag, class W>
@@ -108,14 +151,14 @@ void q4kg_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size
   const __m256i m4 = _mm256_set1_epi8(15);
   const __m128i pairs_lo = _mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
   const __m128i pairs_hi = _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
-  for (int64_t r = r0; r < r1; r++) {
+  auto body = [&](int64_t r, int64_t b0, int64_t b1, bool, __m512 (*st)[R]) {
     const quant::block_q4_K* wb = (const quant::block_q4_K*)(w.data + (size_t)r * w.row_bytes);
     __m512 acc[R], accm[R];
     for (int j = 0; j < R; j++) {
-      acc[j] = _mm512_setzero_ps();
-      accm[j] = _mm512_setzero_ps();
+      acc[j] = st[0][j];
+      accm[j] = st[1][j];
     }
-    for (int64_t b = 0; b < nb; b++) {
+    for (int64_t b = b0; b < b1; b++) {
       const quant::block_q4_K& blk = wb[b];
       alignas(16) uint8_t sm[16];
       q4k_scales_mins(blk.scales, sm);
@@ -139,8 +182,15 @@ void q4kg_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size
         accm[j] = _mm512_fmadd_ps(wmin, _mm512_loadu_ps(x[j].dsums + 16 * b), accm[j]);
       }
     }
-    for (int j = 0; j < R; j++) y[j * ldy + r] = hsum512(acc[j]) - hsum512(accm[j]);
-  }
+    for (int j = 0; j < R; j++) {
+      st[0][j] = acc[j];
+      st[1][j] = accm[j];
+    }
+  };
+  auto finish = [&](int64_t r, __m512 (*st)[R]) {
+    for (int j = 0; j < R; j++) y[j * ldy + r] = hsum512(st[0][j]) - hsum512(st[1][j]);
+  };
+  column_blocked<2, R>(r0, r1, nb, body, finish);
 }
 
 template <class Tag>
@@ -169,14 +219,14 @@ void q6kg_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size
   for (int j = 0; j < R; j++) x[j] = act_q8_K(act + (size_t)j * stride, w.cols);
   const __m256i m4 = _mm256_set1_epi8(15), m30 = _mm256_set1_epi8(0x30);
   const __m128i sigma = _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-  for (int64_t r = r0; r < r1; r++) {
+  auto body = [&](int64_t r, int64_t b0, int64_t b1, bool, __m512 (*st)[R]) {
     const quant::block_q6_K* wb = (const quant::block_q6_K*)(w.data + (size_t)r * w.row_bytes);
     __m512 acc[R], acco[R];
     for (int j = 0; j < R; j++) {
-      acc[j] = _mm512_setzero_ps();
-      acco[j] = _mm512_setzero_ps();
+      acc[j] = st[0][j];
+      acco[j] = st[1][j];
     }
-    for (int64_t b = 0; b < nb; b++) {
+    for (int64_t b = b0; b < b1; b++) {
       const quant::block_q6_K& blk = wb[b];
       __m512i z[4];  // plain order, 64 weights each (see x86_kquants.h for the bit layout)
       for (int h = 0; h < 2; h++) {
@@ -206,8 +256,15 @@ void q6kg_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size
         acco[j] = _mm512_fmadd_ps(woff, _mm512_loadu_ps(x[j].dsums + 16 * b), acco[j]);
       }
     }
-    for (int j = 0; j < R; j++) y[j * ldy + r] = hsum512(acc[j]) + hsum512(acco[j]);
-  }
+    for (int j = 0; j < R; j++) {
+      st[0][j] = acc[j];
+      st[1][j] = acco[j];
+    }
+  };
+  auto finish = [&](int64_t r, __m512 (*st)[R]) {
+    for (int j = 0; j < R; j++) y[j * ldy + r] = hsum512(st[0][j]) + hsum512(st[1][j]);
+  };
+  column_blocked<2, R>(r0, r1, nb, body, finish);
 }
 
 template <class Tag>
