@@ -15,7 +15,10 @@
 // dot per group, the FMAs above group by group, then a fixed horizontal sum of each accumulator.
 // Include only from kernels_isa_avx512.cpp (rules in x86_common.h).
 #pragma once
+#include <cstddef>
+
 #include "cpu/x86_avx512.h"
+#include "cpu/x86_kquants.h"
 
 namespace qd::cpu {
 namespace {
@@ -58,25 +61,22 @@ inline __m512i group_dot(const __m512i q[4], const int8_t* xg) {
 // that of an unblocked loop: blocking never changes a result bit.
 constexpr int64_t kRowBlock = 16, kColBlock = 8;
 
-template <int NAcc, int R, class Body, class Finish>
-inline void column_blocked(int64_t r0, int64_t r1, int64_t n_units, Body&& body, Finish&& finish) {
+// body(r, u0, u1, first, last, st): units [u0, u1) of weight row r; starts from zero when
+// `first` (else from st), writes the row's outputs when `last` (else saves to st). One column
+// block (short rows) never touches st.
+template <int NAcc, int R, class Body>
+inline void column_blocked(int64_t r0, int64_t r1, int64_t n_units, Body&& body) {
   alignas(64) __m512 st[kRowBlock][NAcc][R];
+  // one or two activation rows fit L1 whole: keep the weight rows streaming in order
+  const int64_t col_block = R <= 2 ? n_units : kColBlock;
   for (int64_t rb = r0; rb < r1; rb += kRowBlock) {
     const int64_t re = rb + kRowBlock < r1 ? rb + kRowBlock : r1;
-    for (int64_t i = 0; i < re - rb; i++) {
-      for (int a = 0; a < NAcc; a++) {
-        for (int j = 0; j < R; j++) st[i][a][j] = _mm512_setzero_ps();
-      }
-    }
-    // one or two activation rows fit L1 whole: keep the weight rows streaming in order
-    const int64_t col_block = R <= 2 ? n_units : kColBlock;
     int64_t u0 = 0;
     do {  // at least once: a row with no whole unit still has its tail
       const int64_t u1 = u0 + col_block < n_units ? u0 + col_block : n_units;
-      for (int64_t r = rb; r < re; r++) body(r, u0, u1, u1 == n_units, st[r - rb]);
+      for (int64_t r = rb; r < re; r++) body(r, u0, u1, u0 == 0, u1 == n_units, st[r - rb]);
       u0 = u1;
     } while (u0 < n_units);
-    for (int64_t r = rb; r < re; r++) finish(r, st[r - rb]);
   }
 }
 
@@ -85,29 +85,32 @@ void q32g_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size
   const int64_t nb = w.cols / 32, ng = w.cols / 256;
   ActQ8_0 x[R];
   for (int j = 0; j < R; j++) x[j] = act_q8_0(act + (size_t)j * stride, w.cols);
-  auto body = [&](int64_t r, int64_t g0, int64_t g1, bool last, __m512 (*st)[R]) {
+  static_assert(offsetof(typename W::block, d) == 0, "the gather reads d (and m) at the block start");
+  const int bs = (int)sizeof(typename W::block);
+  const __m256i block_offsets = _mm256_setr_epi32(0, bs, 2 * bs, 3 * bs, 4 * bs, 5 * bs, 6 * bs, 7 * bs);
+  auto body = [&](int64_t r, int64_t g0, int64_t g1, bool first, bool last, __m512 (*st)[R]) {
     const typename W::block* wb = (const typename W::block*)(w.data + (size_t)r * w.row_bytes);
     __m512 acc[R];
     __m256 acco[R];
     __m128 accm[R];
     for (int j = 0; j < R; j++) {
-      acc[j] = st[0][j];
-      acco[j] = _mm512_castps512_ps256(st[1][j]);
-      accm[j] = _mm512_castps512_ps128(st[2][j]);
+      acc[j] = first ? _mm512_setzero_ps() : st[0][j];
+      acco[j] = first ? _mm256_setzero_ps() : _mm512_castps512_ps256(st[1][j]);
+      accm[j] = first ? _mm_setzero_ps() : _mm512_castps512_ps128(st[2][j]);
     }
     for (int64_t g = g0; g < g1; g++) {
       const typename W::block* blk = wb + 8 * g;
       __m256i u[8];
-      alignas(32) float dw[8], c[8];
-      for (int b = 0; b < 8; b++) {
-        u[b] = W::unpack_u(blk[b]);
-        dw[b] = h2f(blk[b].d);
-        c[b] = W::coef(blk[b], dw[b]);
-      }
+      for (int b = 0; b < 8; b++) u[b] = W::unpack_u(blk[b]);
       __m512i q[4];
       to_group_order(u, q);
-      const __m512 wd = per_block_lanes(_mm256_load_ps(dw));
-      const __m256 wc = _mm256_load_ps(c);
+      // d (and m, stored right after it) of the 8 blocks in one gather: no scalar stores that a
+      // vector load would have to wait for
+      const __m256i dm = _mm256_i32gather_epi32((const int*)blk, block_offsets, 1);
+      const __m256 dw = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(dm));
+      const __m512 wd = per_block_lanes(dw);
+      const __m256 wc = W::kHasM ? _mm256_cvtph_ps(_mm256_cvtepi32_epi16(_mm256_srli_epi32(dm, 16)))
+                                 : _mm256_mul_ps(dw, _mm256_set1_ps(W::kOffset));
       for (int j = 0; j < R; j++) {
         const __m512i sumi = group_dot(q, x[j].qsg + 256 * g);
         const __m512 scale = _mm512_mul_ps(wd, _mm512_loadu_ps(x[j].d2 + 16 * g));
@@ -115,10 +118,12 @@ void q32g_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size
         acco[j] = _mm256_fmadd_ps(wc, _mm256_loadu_ps(x[j].s + 8 * g), acco[j]);
       }
     }
-    if (last) {  // blocks after the last whole group
+    if (last) {  // blocks after the last whole group, then the row's outputs
       int64_t b = 8 * ng;
       for (; b + 2 <= nb; b += 2) q32x2_step<W, R>(wb + b, b, true, x, acc, accm);
       if (b < nb) q32x2_step<W, R>(wb + b, b, false, x, acc, accm);
+      for (int j = 0; j < R; j++) y[j * ldy + r] = hsum512(acc[j]) + hsum(acco[j]) + hsum128(accm[j]);
+      return;
     }
     for (int j = 0; j < R; j++) {
       st[0][j] = acc[j];
@@ -126,13 +131,7 @@ void q32g_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size
       st[2][j] = _mm512_castps128_ps512(accm[j]);
     }
   };
-  auto finish = [&](int64_t r, __m512 (*st)[R]) {
-    for (int j = 0; j < R; j++) {
-      y[j * ldy + r] = hsum512(st[0][j]) + hsum(_mm512_castps512_ps256(st[1][j])) +
-                       hsum128(_mm512_castps512_ps128(st[2][j]));
-    }
-  };
-  column_blocked<3, R>(r0, r1, ng, body, finish);
+  column_blocked<3, R>(r0, r1, ng, body);
 }
 
 template <class Tag, class W>
@@ -151,18 +150,16 @@ void q4kg_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size
   const __m256i m4 = _mm256_set1_epi8(15);
   const __m128i pairs_lo = _mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
   const __m128i pairs_hi = _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
-  auto body = [&](int64_t r, int64_t b0, int64_t b1, bool, __m512 (*st)[R]) {
+  auto body = [&](int64_t r, int64_t b0, int64_t b1, bool first, bool last, __m512 (*st)[R]) {
     const quant::block_q4_K* wb = (const quant::block_q4_K*)(w.data + (size_t)r * w.row_bytes);
     __m512 acc[R], accm[R];
     for (int j = 0; j < R; j++) {
-      acc[j] = st[0][j];
-      accm[j] = st[1][j];
+      acc[j] = first ? _mm512_setzero_ps() : st[0][j];
+      accm[j] = first ? _mm512_setzero_ps() : st[1][j];
     }
     for (int64_t b = b0; b < b1; b++) {
       const quant::block_q4_K& blk = wb[b];
-      alignas(16) uint8_t sm[16];
-      q4k_scales_mins(blk.scales, sm);
-      const __m128i sm128 = _mm_load_si128((const __m128i*)sm);
+      const __m128i sm128 = q4k_scales_mins_v(blk.scales);
       __m256i u[8];  // sub-block s: low nibbles of qs[32 (s/2) ..] for even s, high for odd s
       for (int m = 0; m < 4; m++) {
         const __m256i bits = _mm256_loadu_si256((const __m256i*)(blk.qs + 32 * m));
@@ -182,15 +179,16 @@ void q4kg_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size
         accm[j] = _mm512_fmadd_ps(wmin, _mm512_loadu_ps(x[j].dsums + 16 * b), accm[j]);
       }
     }
+    if (last) {
+      for (int j = 0; j < R; j++) y[j * ldy + r] = hsum512(acc[j]) - hsum512(accm[j]);
+      return;
+    }
     for (int j = 0; j < R; j++) {
       st[0][j] = acc[j];
       st[1][j] = accm[j];
     }
   };
-  auto finish = [&](int64_t r, __m512 (*st)[R]) {
-    for (int j = 0; j < R; j++) y[j * ldy + r] = hsum512(st[0][j]) - hsum512(st[1][j]);
-  };
-  column_blocked<2, R>(r0, r1, nb, body, finish);
+  column_blocked<2, R>(r0, r1, nb, body);
 }
 
 template <class Tag>
@@ -219,12 +217,12 @@ void q6kg_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size
   for (int j = 0; j < R; j++) x[j] = act_q8_K(act + (size_t)j * stride, w.cols);
   const __m256i m4 = _mm256_set1_epi8(15), m30 = _mm256_set1_epi8(0x30);
   const __m128i sigma = _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-  auto body = [&](int64_t r, int64_t b0, int64_t b1, bool, __m512 (*st)[R]) {
+  auto body = [&](int64_t r, int64_t b0, int64_t b1, bool first, bool last, __m512 (*st)[R]) {
     const quant::block_q6_K* wb = (const quant::block_q6_K*)(w.data + (size_t)r * w.row_bytes);
     __m512 acc[R], acco[R];
     for (int j = 0; j < R; j++) {
-      acc[j] = st[0][j];
-      acco[j] = st[1][j];
+      acc[j] = first ? _mm512_setzero_ps() : st[0][j];
+      acco[j] = first ? _mm512_setzero_ps() : st[1][j];
     }
     for (int64_t b = b0; b < b1; b++) {
       const quant::block_q6_K& blk = wb[b];
@@ -256,15 +254,16 @@ void q6kg_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size
         acco[j] = _mm512_fmadd_ps(woff, _mm512_loadu_ps(x[j].dsums + 16 * b), acco[j]);
       }
     }
+    if (last) {
+      for (int j = 0; j < R; j++) y[j * ldy + r] = hsum512(acc[j]) + hsum512(acco[j]);
+      return;
+    }
     for (int j = 0; j < R; j++) {
       st[0][j] = acc[j];
       st[1][j] = acco[j];
     }
   };
-  auto finish = [&](int64_t r, __m512 (*st)[R]) {
-    for (int j = 0; j < R; j++) y[j * ldy + r] = hsum512(st[0][j]) + hsum512(st[1][j]);
-  };
-  column_blocked<2, R>(r0, r1, nb, body, finish);
+  column_blocked<2, R>(r0, r1, nb, body);
 }
 
 template <class Tag>

@@ -43,6 +43,19 @@ inline void q4k_scales_mins(const uint8_t* scales, uint8_t out[16]) {
   std::memcpy(out, u, 16);
 }
 
+// The same as a vector (scales in bytes 0..7, mins in 8..15), built in registers: a vector load
+// of bytes just stored one word at a time would stall on store forwarding.
+inline __m128i q4k_scales_mins_v(const uint8_t* scales) {
+  const uint32_t kmask1 = 0x3f3f3f3f, kmask2 = 0x0f0f0f0f, kmask3 = 0x03030303;
+  uint32_t u[3];
+  std::memcpy(u, scales, 12);
+  const uint32_t u3 = ((u[2] >> 4) & kmask2) | (((u[1] >> 6) & kmask3) << 4);
+  const uint32_t u2 = u[1] & kmask1;
+  const uint32_t u1 = (u[2] & kmask2) | (((u[0] >> 6) & kmask3) << 4);
+  const uint32_t u0 = u[0] & kmask1;
+  return _mm_setr_epi32((int)u0, (int)u1, (int)u2, (int)u3);
+}
+
 template <int R>
 void q4k_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
   const int64_t nb = w.cols / 256;

@@ -31,75 +31,80 @@ inline __m256i bytes_from_bits_32(const uint8_t* x) {
 }
 
 // A weight format: block type, unpack to 32 int8 (signed) or uint8 (unsigned + min term).
-// (unused parameters in coef() are kept so that every format has the same signature)
 struct WQ4_0 {
   using block = quant::block_q4_0;
   static constexpr bool kSigned = true;
+  static constexpr bool kHasM = false;      // offset c = m (field right after d) ...
+  static constexpr float kOffset = -8.f;  // ... or c = kOffset * d
   static __m256i unpack(const block& b) { return _mm256_sub_epi8(unpack_nibbles(b.qs), _mm256_set1_epi8(8)); }
   static float m(const block&) { return 0.f; }
-  // Unsigned form u and per-block offset c: w = d * u + c (for the grouped VNNI kernels).
+  // Unsigned form u: w = d * u + c (c: kHasM / kOffset), for the grouped VNNI kernels.
   static __m256i unpack_u(const block& b) { return unpack_nibbles(b.qs); }
-  static float coef(const block& b, float d) { return -8.f * d; }
 };
 
 struct WQ4_1 {
   using block = quant::block_q4_1;
   static constexpr bool kSigned = false;
+  static constexpr bool kHasM = true;      // offset c = m (field right after d) ...
+  static constexpr float kOffset = 0.f;  // ... or c = kOffset * d
   static __m256i unpack(const block& b) { return unpack_nibbles(b.qs); }
   static float m(const block& b) { return h2f(b.m); }
-  // Unsigned form u and per-block offset c: w = d * u + c (for the grouped VNNI kernels).
+  // Unsigned form u: w = d * u + c (c: kHasM / kOffset), for the grouped VNNI kernels.
   static __m256i unpack_u(const block& b) { return unpack_nibbles(b.qs); }
-  static float coef(const block& b, float d) { return h2f(b.m); }
 };
 
 struct WQ5_0 {
   using block = quant::block_q5_0;
   static constexpr bool kSigned = true;
+  static constexpr bool kHasM = false;      // offset c = m (field right after d) ...
+  static constexpr float kOffset = -16.f;  // ... or c = kOffset * d
   // (q | h << 4) - 16 == q | (h ? 0 : 0xF0) as int8
   static __m256i unpack(const block& b) {
     const __m256i hi = _mm256_andnot_si256(bytes_from_bits_32(b.qh), _mm256_set1_epi8((char)0xF0));
     return _mm256_or_si256(unpack_nibbles(b.qs), hi);
   }
   static float m(const block&) { return 0.f; }
-  // Unsigned form u and per-block offset c: w = d * u + c (for the grouped VNNI kernels).
+  // Unsigned form u: w = d * u + c (c: kHasM / kOffset), for the grouped VNNI kernels.
   static __m256i unpack_u(const block& b) { return _mm256_or_si256(unpack_nibbles(b.qs), _mm256_and_si256(bytes_from_bits_32(b.qh), _mm256_set1_epi8(0x10))); }
-  static float coef(const block& b, float d) { return -16.f * d; }
 };
 
 struct WQ5_1 {
   using block = quant::block_q5_1;
   static constexpr bool kSigned = false;
+  static constexpr bool kHasM = true;      // offset c = m (field right after d) ...
+  static constexpr float kOffset = 0.f;  // ... or c = kOffset * d
   static __m256i unpack(const block& b) {
     const __m256i hi = _mm256_and_si256(bytes_from_bits_32(b.qh), _mm256_set1_epi8(0x10));
     return _mm256_or_si256(unpack_nibbles(b.qs), hi);
   }
   static float m(const block& b) { return h2f(b.m); }
-  // Unsigned form u and per-block offset c: w = d * u + c (for the grouped VNNI kernels).
+  // Unsigned form u: w = d * u + c (c: kHasM / kOffset), for the grouped VNNI kernels.
   static __m256i unpack_u(const block& b) { return _mm256_or_si256(unpack_nibbles(b.qs), _mm256_and_si256(bytes_from_bits_32(b.qh), _mm256_set1_epi8(0x10))); }
-  static float coef(const block& b, float d) { return h2f(b.m); }
 };
 
 struct WQ8_0 {
   using block = quant::block_q8_0;
   static constexpr bool kSigned = true;
+  static constexpr bool kHasM = false;      // offset c = m (field right after d) ...
+  static constexpr float kOffset = -128.f;  // ... or c = kOffset * d
   static __m256i unpack(const block& b) { return _mm256_loadu_si256((const __m256i*)b.qs); }
   static float m(const block&) { return 0.f; }
-  // Unsigned form u and per-block offset c: w = d * u + c (for the grouped VNNI kernels).
+  // Unsigned form u: w = d * u + c (c: kHasM / kOffset), for the grouped VNNI kernels.
   static __m256i unpack_u(const block& b) { return _mm256_xor_si256(_mm256_loadu_si256((const __m256i*)b.qs), _mm256_set1_epi8((char)0x80)); }
-  static float coef(const block& b, float d) { return -128.f * d; }
 };
 
 struct WIQ4_NL {
   using block = quant::block_iq4_nl;
   static constexpr bool kSigned = true;
+  static constexpr bool kHasM = false;      // offset c = m (field right after d) ...
+  static constexpr float kOffset = -128.f;  // ... or c = kOffset * d
   static __m256i unpack(const block& b) {
     const __m256i lut = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i*)quant::kvalues_iq4nl));
     return _mm256_shuffle_epi8(lut, unpack_nibbles(b.qs));
   }
   static float m(const block&) { return 0.f; }
-  // Unsigned form u and per-block offset c: w = d * u + c (for the grouped VNNI kernels).
+  // Unsigned form u: w = d * u + c (c: kHasM / kOffset), for the grouped VNNI kernels.
   static __m256i unpack_u(const block& b) { return _mm256_xor_si256(unpack(b), _mm256_set1_epi8((char)0x80)); }
-  static float coef(const block& b, float d) { return -128.f * d; }
 };
 
 // One block b of one weight row into the R rows' accumulators.
