@@ -37,8 +37,8 @@ SIMD_ISAS = [i for i in _core.isa_available() if i != "scalar"]
 
 def cols_for(t) -> int:
     block = gguf.GGML_QUANT_SIZES[t][0]
-    # an odd number of 32-blocks exercises the kernels' tail; K-quants need multiples of 256
-    return 768 if block == 256 else 800
+    # odd numbers of blocks / vector chunks exercise the kernels' tails; K-quants need 256s
+    return {256: 768, 32: 800, 1: 811}[block]
 
 
 def random_weight(t, rows: int, cols: int, rng) -> np.ndarray:

@@ -1,6 +1,7 @@
 // The kernel table of one x86 ISA file. Include rules: see x86_common.h.
 #pragma once
 #include "cpu/kernels.h"
+#include "cpu/x86_float.h"
 #include "cpu/x86_kquants.h"
 #include "cpu/x86_q32.h"
 #include "cpu/x86_quantize.h"
@@ -15,6 +16,8 @@ KernelTable make_x86_table(Isa isa) {
   KernelTable t;
   t.isa = isa;
   auto set = [&](Type type, GemmRowsFn fn, ActFormat act) { t.gemm[(uint32_t)type] = {fn, act}; };
+  set(Type::F32, float_gemm<Tag, false>, ActFormat::f32);
+  set(Type::F16, float_gemm<Tag, true>, ActFormat::f32);
   set(Type::Q4_0, q32_gemm<Tag, WQ4_0>, ActFormat::q8_0);
   set(Type::Q4_1, q32_gemm<Tag, WQ4_1>, ActFormat::q8_0);
   set(Type::Q5_0, q32_gemm<Tag, WQ5_0>, ActFormat::q8_0);
