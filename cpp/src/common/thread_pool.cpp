@@ -81,7 +81,15 @@ void ThreadPool::run(int n_tasks, const std::function<void(int)>& fn) {
     cv_.notify_all();
   }
   work();
-  while (active_.load(std::memory_order_acquire) != 0) QD_PAUSE();
+  // Workers finish within microseconds when they have cores; on an oversubscribed machine a
+  // preempted worker needs this core, so stop spinning after a while and yield it.
+  for (int spins = 0; active_.load(std::memory_order_acquire) != 0; spins++) {
+    if (spins < 4000) {
+      QD_PAUSE();
+    } else {
+      std::this_thread::yield();
+    }
+  }
   fn_ = nullptr;
 }
 
