@@ -20,9 +20,11 @@ enum class ActFormat : uint8_t { f32, q8_0, q8_K };
 using GemmRowsFn = void (*)(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t act_stride,
                             int64_t n, float* y, int64_t ldy);
 
+// Tables are plain aggregates, value-initialized with {} (all null): no constructor function that
+// an ISA file could emit with its own instructions for the linker to share with the others.
 struct GemmKernel {
-  GemmRowsFn fn = nullptr;  // nullptr: this ISA has no kernel for the type
-  ActFormat act = ActFormat::f32;
+  GemmRowsFn fn;  // nullptr: this ISA has no kernel for the type
+  ActFormat act;
 };
 
 constexpr uint32_t kMaxTypeId = 48;
@@ -31,10 +33,10 @@ constexpr uint32_t kMaxTypeId = 48;
 using QuantizeRowFn = void (*)(const float* x, int64_t cols, uint8_t* dst);
 
 struct KernelTable {
-  Isa isa = Isa::scalar;
+  Isa isa;
   GemmKernel gemm[kMaxTypeId];  // indexed by GGML type id
   // By ActFormat; nullptr: use the scalar quantize_act_row. Must be bit-identical to it.
-  QuantizeRowFn quantize[3] = {nullptr, nullptr, nullptr};
+  QuantizeRowFn quantize[3];
 };
 
 const KernelTable& kernels_scalar();  // always built: the reference every SIMD kernel is tested against

@@ -13,7 +13,7 @@ namespace {
 template <class Tag>
 KernelTable make_x86_table(Isa isa) {
   using quant::Type;
-  KernelTable t;
+  KernelTable t{};
   t.isa = isa;
   auto set = [&](Type type, GemmRowsFn fn, ActFormat act) { t.gemm[(uint32_t)type] = {fn, act}; };
   set(Type::F32, float_gemm<Tag, false>, ActFormat::f32);
