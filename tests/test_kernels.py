@@ -228,12 +228,13 @@ def test_long_rows(t):
     rows, cols = 100, 2816 if t in (T.Q4_K, T.Q6_K) else 2848  # 11 super-blocks / 89 blocks
     w = random_weight(t, rows, cols, rng)
     wf = dequant(t, w, cols)
-    x = rng.standard_normal((9, cols)).astype(np.float32)
+    x = rng.standard_normal((40, cols)).astype(np.float32)  # prompt-sized: several row tiles
     ref = run(t, w, cols, x, isa="scalar")
     mag = np.abs(x).astype(np.float64) @ np.abs(wf).T
     for isa in SIMD_ISAS:
         full = run(t, w, cols, x, isa=isa)
         np.testing.assert_array_less(np.abs(full - ref), 1e-5 * mag + 1e-6)
-        for n in (1, 2, 5):
+        for n in (1, 2, 5, 9):
             np.testing.assert_array_equal(run(t, w, cols, x[:n], isa=isa), full[:n])
+        np.testing.assert_array_equal(run(t, w, cols, x[23:24], isa=isa)[0], full[23])
         np.testing.assert_array_equal(run(t, w, cols, x, isa=isa, threads=2), full)
