@@ -122,8 +122,8 @@ void matmul(const Matrix& w, const float* x, int64_t n, float* y, ThreadPool& po
         quantize_act_row(k.act, xi, w.cols, qi);
       }
     };
-    if (n == 1) {
-      quantize(0);
+    if (n * w.cols <= 32768) {  // a few microseconds: cheaper than waking the pool for it
+      for (int i = 0; i < (int)n; i++) quantize(i);
     } else {
       pool.run((int)n, quantize);
     }
