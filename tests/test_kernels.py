@@ -228,7 +228,7 @@ def test_long_rows(t):
     rows, cols = 100, 2816 if t in (T.Q4_K, T.Q6_K) else 2848  # 11 super-blocks / 89 blocks
     w = random_weight(t, rows, cols, rng)
     wf = dequant(t, w, cols)
-    x = rng.standard_normal((40, cols)).astype(np.float32)  # prompt-sized: several row tiles
+    x = rng.standard_normal((70, cols)).astype(np.float32)  # prompt-sized: several tiles and task blocks
     ref = run(t, w, cols, x, isa="scalar")
     mag = np.abs(x).astype(np.float64) @ np.abs(wf).T
     for isa in SIMD_ISAS:

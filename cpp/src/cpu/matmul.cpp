@@ -66,7 +66,7 @@ void check_shape(const Matrix& w) {
 // kernels' repeated passes over the task's weights (one per tile of activation rows) hit L2.
 int64_t rows_per_task(const Matrix& w, int n_threads) {
   const int64_t by_balance = (w.rows + 4 * n_threads - 1) / (4 * n_threads);
-  const int64_t by_cache = std::max<int64_t>(1, (int64_t)((256 << 10) / std::max<size_t>(w.row_bytes, 1)));
+  const int64_t by_cache = std::max<int64_t>(1, (int64_t)((128 << 10) / std::max<size_t>(w.row_bytes, 1)));
   int64_t rows = std::max<int64_t>(1, std::min(by_balance, by_cache));
   if (rows > 4) rows = (rows + 3) / 4 * 4;
   return rows;
@@ -130,11 +130,17 @@ void matmul(const Matrix& w, const float* x, int64_t n, float* y, ThreadPool& po
     act = q;
   }
 
+  // Tasks: (weight-row chunk, block of up to kActBlock activation rows), chunk-major. Long
+  // batches (prompts) are cut so a task's activations stay in L2 next to its weights; every
+  // (row, column) is still computed the same way, whichever task holds it.
+  constexpr int64_t kActBlock = 64;
   const int64_t chunk = rows_per_task(w, pool.size());
-  const int64_t n_tasks = (w.rows + chunk - 1) / chunk;
-  pool.run((int)n_tasks, [&](int task) {
-    const int64_t r0 = task * chunk, r1 = std::min(w.rows, r0 + chunk);
-    k.fn(w, r0, r1, act, stride, n, y, w.rows);
+  const int64_t n_chunks = (w.rows + chunk - 1) / chunk;
+  const int64_t n_ablocks = (n + kActBlock - 1) / kActBlock;
+  pool.run((int)(n_chunks * n_ablocks), [&](int task) {
+    const int64_t c = task / n_ablocks, a0 = task % n_ablocks * kActBlock;
+    const int64_t r0 = c * chunk, r1 = std::min(w.rows, r0 + chunk);
+    k.fn(w, r0, r1, act + (size_t)a0 * stride, stride, std::min(kActBlock, n - a0), y + a0 * w.rows, w.rows);
   });
 }
 
