@@ -24,6 +24,9 @@ inline __m256i unpack_nibbles(const uint8_t* qs) {
 inline __m256i bytes_from_bits_32(const uint8_t* x) {
   uint32_t x32;
   std::memcpy(&x32, x, 4);
+#if defined(__AVX512BW__) && defined(__AVX512VL__)
+  return _mm256_movm_epi8((__mmask32)x32);  // the AVX-512 file: one instruction
+#endif
   const __m256i shuf = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
   __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32((int)x32), shuf);
   bytes = _mm256_or_si256(bytes, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));
