@@ -238,3 +238,17 @@ def test_long_rows(t):
             np.testing.assert_array_equal(run(t, w, cols, x[:n], isa=isa), full[:n])
         np.testing.assert_array_equal(run(t, w, cols, x[23:24], isa=isa)[0], full[23])
         np.testing.assert_array_equal(run(t, w, cols, x, isa=isa, threads=2), full)
+
+
+@pytest.mark.parametrize("isa", _core.isa_available())
+def test_half_conversions(isa):
+    """Row conversions for the F16 KV cache: bit-exact with numpy's float16 (round to nearest even)."""
+    rng = np.random.default_rng(13)
+    x = (rng.standard_normal(1003) * np.exp(rng.uniform(-20, 12, 1003))).astype(np.float32)
+    x[:6] = [0.0, -0.0, 65504.0, 70000.0, 6e-8, -3e-5]  # max, overflow to inf, subnormals
+    ours = K.f32_to_f16(x, isa=isa)
+    with np.errstate(over="ignore"):  # the overflow to inf is what is being checked
+        expected = x.astype(np.float16).view(np.uint16)
+    np.testing.assert_array_equal(ours, expected)
+    bits = rng.integers(0, 0x7C00, 1003, dtype=np.uint16) | (rng.integers(0, 2, 1003, dtype=np.uint16) << 15)
+    np.testing.assert_array_equal(K.f16_to_f32(bits, isa=isa), bits.view(np.float16).astype(np.float32))

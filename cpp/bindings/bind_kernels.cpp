@@ -14,6 +14,7 @@
 #include "common/error.h"
 #include "common/thread_pool.h"
 #include "cpu/act_layout.h"
+#include "cpu/convert.h"
 #include "cpu/kernels.h"
 #include "cpu/matmul.h"
 #include "quant/quant_types.h"
@@ -88,6 +89,22 @@ void register_kernels(py::module_& m) {
       },
       py::arg("weight"), py::arg("type"), py::arg("rows"), py::arg("cols"), py::arg("x"), py::arg("isa") = py::none(),
       py::arg("threads") = 1, "y[n, rows] = x[n, cols] @ W.T for W given as raw GGML blocks (rows x cols).");
+  k.def(
+      "f16_to_f32",
+      [](py::array_t<uint16_t, py::array::c_style | py::array::forcecast> h, std::optional<std::string> isa) {
+        py::array_t<float> out(h.size());
+        qd::cpu::fp16_to_fp32_row(h.data(), out.mutable_data(), h.size(), isa_or_active(isa));
+        return out;
+      },
+      py::arg("bits"), py::arg("isa") = py::none(), "IEEE half bit patterns (uint16) -> float32, 1-D.");
+  k.def(
+      "f32_to_f16",
+      [](FloatArray x, std::optional<std::string> isa) {
+        py::array_t<uint16_t> out(x.size());
+        qd::cpu::fp32_to_fp16_row(x.data(), out.mutable_data(), x.size(), isa_or_active(isa));
+        return out;
+      },
+      py::arg("x"), py::arg("isa") = py::none(), "float32 -> IEEE half bit patterns (uint16), round to nearest even.");
   k.def(
       "quantize_row",
       [](FloatArray x, const std::string& format, std::optional<std::string> isa) {

@@ -32,8 +32,13 @@ constexpr uint32_t kMaxTypeId = 48;
 // Quantizes one activation row of `cols` floats into dst (layout: act_layout.h).
 using QuantizeRowFn = void (*)(const float* x, int64_t cols, uint8_t* dst);
 
+using HalfToFloatFn = void (*)(const uint16_t* src, float* dst, int64_t n);
+using FloatToHalfFn = void (*)(const float* src, uint16_t* dst, int64_t n);
+
 struct KernelTable {
   Isa isa;
+  HalfToFloatFn half_to_float;  // nullptr: scalar (quant/fp16.h)
+  FloatToHalfFn float_to_half;
   GemmKernel gemm[kMaxTypeId];  // indexed by GGML type id
   // By ActFormat; nullptr: use the scalar quantize_act_row. Must be bit-identical to it.
   QuantizeRowFn quantize[3];

@@ -9,7 +9,9 @@
 
 #include "common/error.h"
 #include "cpu/act_layout.h"
+#include "cpu/convert.h"
 #include "cpu/kernels.h"
+#include "quant/fp16.h"
 #include "quant/quant_types.h"
 
 namespace qd::cpu {
@@ -143,6 +145,28 @@ void matmul(const Matrix& w, const float* x, int64_t n, float* y, ThreadPool& po
     k.fn(w, r0, r1, act + (size_t)a0 * stride, stride, std::min(kActBlock, n - a0), y + a0 * w.rows, w.rows);
   });
 }
+
+void fp16_to_fp32_row(const uint16_t* src, float* dst, int64_t n, Isa isa) {
+  const HalfToFloatFn f = kernel_table(isa).half_to_float;
+  if (f) {
+    f(src, dst, n);
+  } else {
+    for (int64_t i = 0; i < n; i++) dst[i] = fp16_to_f32(src[i]);
+  }
+}
+
+void fp32_to_fp16_row(const float* src, uint16_t* dst, int64_t n, Isa isa) {
+  const FloatToHalfFn f = kernel_table(isa).float_to_half;
+  if (f) {
+    f(src, dst, n);
+  } else {
+    for (int64_t i = 0; i < n; i++) dst[i] = f32_to_fp16(src[i]);
+  }
+}
+
+void fp16_to_fp32_row(const uint16_t* src, float* dst, int64_t n) { fp16_to_fp32_row(src, dst, n, active_isa()); }
+
+void fp32_to_fp16_row(const float* src, uint16_t* dst, int64_t n) { fp32_to_fp16_row(src, dst, n, active_isa()); }
 
 void matmul(const Matrix& w, const float* x, int64_t n, float* y, ThreadPool& pool) {
   matmul(w, x, n, y, pool, active_isa());

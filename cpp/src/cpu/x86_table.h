@@ -26,6 +26,8 @@ KernelTable make_x86_table(Isa isa) {
   set(Type::IQ4_NL, q32_gemm<Tag, WIQ4_NL>, ActFormat::q8_0);
   set(Type::Q4_K, q4k_gemm<Tag>, ActFormat::q8_K);
   set(Type::Q6_K, q6k_gemm<Tag>, ActFormat::q8_K);
+  t.half_to_float = x86_half_to_float;
+  t.float_to_half = x86_float_to_half;
   t.quantize[(int)ActFormat::q8_0] = x86_quantize_q8_0;
   t.quantize[(int)ActFormat::q8_K] = x86_quantize_q8_K;
   return t;
