@@ -1,17 +1,23 @@
 """quickdraft: exact speculative decoding for quantized GGUF models on the CPU."""
 
 from ._core import GGUFError, IncompatibleModelsError, QuickdraftError, UnsupportedError
+from ._core import current_isa, isa_available
 from .gguf_file import GGUFFile, TensorInfo
 from .inspect import inspect
+from .model import Context, Model
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Context",
     "GGUFError",
     "GGUFFile",
     "IncompatibleModelsError",
+    "Model",
     "QuickdraftError",
     "TensorInfo",
+    "current_isa",
+    "isa_available",
     "UnsupportedError",
     "inspect",
 ]
