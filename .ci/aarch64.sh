@@ -58,7 +58,8 @@ fi
 cat >"$DIR/python3" <<EOF
 #!/bin/sh
 # arm64 CPython 3.11 under qemu-aarch64; QD_QEMU_CPU picks the emulated CPU (default: max).
-exec qemu-aarch64 -cpu "\${QD_QEMU_CPU:-max}" -L "$SYSROOT" "$SYSROOT/usr/bin/python3.11" "\$@"
+# -0 makes sys.executable this script, so tests that start "sys.executable -c ..." work too.
+exec qemu-aarch64 -cpu "\${QD_QEMU_CPU:-max}" -0 "$DIR/python3" -L "$SYSROOT" "$SYSROOT/usr/bin/python3.11" "\$@"
 EOF
 chmod +x "$DIR/python3"
 
@@ -94,8 +95,9 @@ export PYTHONPATH=$DIR/site:$PYDEPS
 
 # The tests under emulation. Real-model tests only on SmolLM2-135M: emulation runs about 20x
 # slower than native, and the larger models add minutes without covering other code.
+TESTS="tests/test_gguf_reader.py tests/test_quant.py tests/test_kernels.py tests/test_forward_tiny.py
+  tests/test_forward_api.py tests/test_forward_invariance.py"
 t0=$(date +%s)
-"$DIR/python3" -m pytest -q -ra -p no:cacheprovider tests/test_gguf_reader.py tests/test_quant.py \
-  -k "not gemma3 and not qwen"
+"$DIR/python3" -m pytest -q -ra -p no:cacheprovider --durations=10 $TESTS -k "not gemma3 and not qwen"
 echo "== aarch64: emulated tests took $(( $(date +%s) - t0 )) s"
 echo "aarch64 step wall time: $(( $(date +%s) - start )) s"
