@@ -8,6 +8,7 @@ namespace py = pybind11;
 void register_gguf(py::module_& m);
 void register_model(py::module_& m);
 void register_kernels(py::module_& m);
+void register_tokenizer(py::module_& m);
 void register_cpu(py::module_& m);
 
 PYBIND11_MODULE(_core, m) {
@@ -36,5 +37,6 @@ PYBIND11_MODULE(_core, m) {
   register_gguf(m);
   register_model(m);
   register_kernels(m);
+  register_tokenizer(m);
   register_cpu(m);
 }
