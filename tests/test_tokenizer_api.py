@@ -118,3 +118,15 @@ def test_known_model_key(model_path):
     model_path("smollm2-135m")  # makes sure it is in the cache
     by_key = Tokenizer("smollm2-135m")
     assert by_key.encode("Hello world") == Tokenizer(model_path("smollm2-135m")).encode("Hello world")
+
+
+@pytest.mark.real
+def test_model_tokenizer_is_the_files_tokenizer(model_path):
+    import quickdraft
+
+    path = model_path("smollm2-135m")
+    model = quickdraft.Model(path, n_ctx=64)
+    ref = quickdraft.Tokenizer(path)
+    text = "Hello world, this is quickdraft."
+    assert model.tokenizer.encode(text) == ref.encode(text)
+    assert model.tokenizer.vocab_size == model.n_vocab
