@@ -63,14 +63,16 @@ exec qemu-aarch64 -cpu "\${QD_QEMU_CPU:-max}" -0 "$DIR/python3" -L "$SYSROOT" "$
 EOF
 chmod +x "$DIR/python3"
 
-# The test dependencies as aarch64 wheels (numpy with its own OpenBLAS; regex, an oracle of the
-# tokenizer tests; the rest pure Python).
-if [ ! -e "$PYDEPS/.complete" ]; then
-  echo "== aarch64: installing test dependencies into $PYDEPS"
+# The package's dependencies and its test extra, as aarch64 wheels (numpy and scipy bring their
+# own OpenBLAS). Reinstalled when pyproject.toml's lists change.
+REQS=$(python -c 'import tomllib; p = tomllib.load(open("pyproject.toml", "rb"))["project"]
+print(" ".join(p["dependencies"] + p["optional-dependencies"]["test"]))')
+if [ "$(cat "$PYDEPS/.complete" 2>/dev/null)" != "$REQS" ]; then
+  echo "== aarch64: installing $REQS into $PYDEPS"
   rm -rf "$PYDEPS"
   python -m pip install -q --target "$PYDEPS" --only-binary=:all: --platform manylinux2014_aarch64 \
-    --python-version 3.11 --implementation cp --abi cp311 numpy gguf jinja2 pytest regex
-  touch "$PYDEPS/.complete"
+    --python-version 3.11 --implementation cp --abi cp311 $REQS
+  echo "$REQS" >"$PYDEPS/.complete"
 fi
 echo "== aarch64: setup took $(( $(date +%s) - start )) s"
 
