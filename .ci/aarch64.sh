@@ -11,6 +11,7 @@
 # Afterwards, any test by hand under emulation:
 #   PYTHONPATH=build/aarch64/site:build/aarch64/pydeps build/aarch64/python3 -m pytest tests/...
 set -euo pipefail
+MODE=${1:-}
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 DIR=${QD_AARCH64_DIR:-$ROOT/build/aarch64}
@@ -40,9 +41,8 @@ if [ ! -e "$SYSROOT/.complete" ]; then
   mkdir -p "$A/lists/partial" "$A/cache/archives/partial" "$A/debs" "$SYSROOT"
   : >"$A/status"
   for suite in "debian bookworm" "debian bookworm-updates" "debian-security bookworm-security"; do
-    set -- $suite
     echo "deb [arch=arm64 signed-by=/usr/share/keyrings/debian-archive-keyring.gpg]" \
-      "http://deb.debian.org/$1 $2 main"
+      "http://deb.debian.org/${suite% *} ${suite#* } main"
   done >"$A/sources.list"
   APT_OPTS=(-o APT::Architecture=arm64 -o APT::Architectures::=arm64 -o Dir::State="$A"
     -o Dir::State::status="$A/status" -o Dir::State::Lists="$A/lists" -o Dir::Cache="$A/cache"
@@ -87,7 +87,7 @@ SETUPTOOLS_EXT_SUFFIX=.cpython-311-aarch64-linux-gnu.so _PYTHON_HOST_PLATFORM=li
   -Ccmake.define.QD_AARCH64_SYSROOT="$SYSROOT" -Ccmake.define.CMAKE_POLICY_DEFAULT_CMP0190=NEW
 WHEEL=$(ls "$DIR"/dist/quickdraft-*-cp311-cp311-linux_aarch64.whl)
 echo "== aarch64: built $WHEEL in $(( $(date +%s) - b0 )) s"
-[ "${1:-}" = "--build-only" ] && exit 0
+[ "$MODE" = "--build-only" ] && exit 0
 
 # Install the wheel for the emulated Python: a wheel is a zip laid out as site-packages.
 rm -rf "$DIR/site" && mkdir -p "$DIR/site"
