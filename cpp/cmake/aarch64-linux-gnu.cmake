@@ -1,15 +1,14 @@
 # Cross-compiling for aarch64 Linux (Jetson, Raspberry Pi, Graviton) with Debian's
-# g++-aarch64-linux-gnu:
+# g++-aarch64-linux-gnu. The C++ library alone:
 #
-#   cmake -S . -B build/aarch64/build -G Ninja \
-#     -DCMAKE_TOOLCHAIN_FILE=cpp/cmake/aarch64-linux-gnu.cmake
+#   cmake -S . -B build/arm64 -G Ninja -DCMAKE_TOOLCHAIN_FILE=cpp/cmake/aarch64-linux-gnu.cmake
 #
-# That builds the C++ library alone. To build the Python module `_core` as well, point
-# QD_AARCH64_SYSROOT at a folder holding an arm64 Python (its headers and its interpreter, as
-# .ci/aarch64.sh lays out with `apt-get download` + `dpkg -x`): CMake's FindPython then runs that
+# The Python module `_core` (and the wheel) as well: point QD_AARCH64_SYSROOT at a folder
+# holding an arm64 Python, its headers and its interpreter (.ci/aarch64.sh lays one out from
+# Debian's packages and shows the full `pip wheel` command). CMake's FindPython runs that
 # interpreter under qemu-aarch64 (Debian's qemu-user; no binfmt_misc needed) to learn its SOABI
-# (cpython-311-aarch64-linux-gnu) and include
-# folder, so the module gets the name an aarch64 Python imports.
+# (cpython-311-aarch64-linux-gnu) and include folder. This needs CMake >= 4.1 and
+# -DCMAKE_POLICY_DEFAULT_CMP0190=NEW on the command line.
 
 set(CMAKE_SYSTEM_NAME Linux)
 set(CMAKE_SYSTEM_PROCESSOR aarch64)
@@ -32,9 +31,8 @@ set(CMAKE_FIND_ROOT_PATH /usr/aarch64-linux-gnu)
 if(QD_AARCH64_SYSROOT)
   list(APPEND CMAKE_FIND_ROOT_PATH "${QD_AARCH64_SYSROOT}")
   set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64 -L "${QD_AARCH64_SYSROOT}")
-  # FindPython runs the arm64 interpreter under that emulator to read its sysconfig (SOABI
-  # cpython-311-aarch64-linux-gnu, include folder); that needs policy CMP0190 NEW, which only the
-  # command line can set for this project: -DCMAKE_POLICY_DEFAULT_CMP0190=NEW (CMake >= 4.1).
+  # FindPython runs the arm64 interpreter under that emulator only with policy CMP0190 NEW,
+  # which only the command line can set for this project (a toolchain file is read too late).
   file(GLOB _qd_pythons "${QD_AARCH64_SYSROOT}/usr/bin/python3.[0-9]*")
   list(FILTER _qd_pythons INCLUDE REGEX "python3\\.[0-9]+$")
   list(GET _qd_pythons 0 _qd_python)
