@@ -47,6 +47,7 @@ struct KernelTable {
 const KernelTable& kernels_scalar();  // always built: the reference every SIMD kernel is tested against
 const KernelTable& kernels_avx2();    // only when QD_HAVE_AVX2_KERNELS
 const KernelTable& kernels_avx512();  // only when QD_HAVE_AVX512_KERNELS
+const KernelTable& kernels_neon();    // only when QD_HAVE_NEON_KERNELS (aarch64)
 
 // The table for `isa` (which must be available: see isa_available).
 const KernelTable& kernel_table(Isa isa);

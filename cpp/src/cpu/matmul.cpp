@@ -93,6 +93,9 @@ const KernelTable& kernel_table(Isa isa) {
 #ifdef QD_HAVE_AVX512_KERNELS
     case Isa::avx512: return kernels_avx512();
 #endif
+#ifdef QD_HAVE_NEON_KERNELS
+    case Isa::neon: return kernels_neon();
+#endif
     default: return kernels_scalar();
   }
 }
