@@ -10,7 +10,9 @@ import pytest
 
 from quickdraft import models
 
-REFERENCE_DIR = Path(__file__).resolve().parents[2] / "shared" / "reference"
+# llama.cpp reference outputs, copied from ../shared/reference/ (see its README.md there) so that
+# a clone tests against them wherever it lives.
+REFERENCE_DIR = Path(__file__).resolve().parent / "data" / "llamacpp_reference"
 REQUIRE = os.environ.get("QD_REQUIRE_MODELS") == "1"  # CI: a missing model fails instead of skipping
 
 

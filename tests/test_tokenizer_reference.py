@@ -1,4 +1,4 @@
-"""Every llama.cpp reference case (../shared/reference/*/tokenize.json): ids and detok, exactly."""
+"""Every llama.cpp reference case (tests/data/llamacpp_reference/*/tokenize.json, from ../shared/reference): ids and detok, exactly."""
 
 from __future__ import annotations
 
