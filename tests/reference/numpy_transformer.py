@@ -15,9 +15,8 @@ rounded to 8-bit blocks, the documented numerics of quickdraft's CPU kernels (an
 scale's rounding, of llama.cpp's): blocks of 32 for Q4_0/Q4_1/Q5_0/Q5_1/Q8_0/IQ4_NL weights,
 of 256 for the K-quants; q = round-half-even(x * 127 / max|x|) per block, and the scale is
 llama.cpp's: float16(max|x| / 127) for 32-blocks (block_q8_0/q8_1 store it as FP16), float32
-1 / (127 / max|x|) for 256-blocks (block_q8_K). Q4_1/Q5_1 weights (w = d * q + m) meet Q8_1
-activations, whose block sum s = d * sum(q) is stored as FP16 as well and multiplies m: the
-oracle adds m * (s - d * sum(q)) per block, with m read from the weight blocks.
+1 / (127 / max|x|) for 256-blocks (block_q8_K). (llama.cpp also rounds Q8_1's block sum to FP16
+for Q4_1/Q5_1 weights; quickdraft does not, and neither does this oracle.)
 """
 
 from __future__ import annotations
@@ -116,32 +115,16 @@ def _f16(x: np.ndarray) -> np.ndarray:
     return x.astype(np.float32).astype(np.float16).astype(np.float64)
 
 
-def _act_quant(x: np.ndarray, block: int) -> tuple[np.ndarray, np.ndarray]:
-    """(x rounded to 8-bit blocks, per block s - d * sum(q): Q8_1's FP16 rounding of s)."""
+def _act_quant(x: np.ndarray, block: int) -> np.ndarray:
     b = x.reshape(-1, block).astype(np.float32)
     amax = np.abs(b).max(axis=1, keepdims=True)
     iscale = np.divide(np.float32(127), amax, out=np.zeros_like(amax), where=amax > 0)
     q = np.clip(np.rint(b * iscale), -127, 127)  # np.rint rounds half to even
-    ds = np.zeros(len(b))
     if block == 32:
-        d_exact = amax / np.float32(127)
-        d = d_exact.astype(np.float16).astype(np.float32)
-        sq = q.sum(axis=1, keepdims=True)
-        s = (d_exact * sq).astype(np.float16).astype(np.float64)
-        ds = (s - d.astype(np.float64) * sq)[:, 0]
+        d = (amax / np.float32(127)).astype(np.float16).astype(np.float32)
     else:
         d = np.divide(np.float32(1), iscale, out=np.zeros_like(iscale), where=iscale > 0)
-    return (q * d).astype(np.float64).reshape(x.shape), ds.reshape(*x.shape[:-1], -1)
-
-
-# Block bytes and offset of the FP16 min m in the weight types whose dot uses Q8_1's s.
-MIN_BLOCKS = {"Q4_1": (20, 2), "Q5_1": (24, 2)}
-
-
-def _block_mins(data: np.ndarray, rows: int, type_name: str) -> np.ndarray:
-    size, off = MIN_BLOCKS[type_name]
-    raw = np.ascontiguousarray(data).view(np.uint8).reshape(rows, -1, size)
-    return raw[:, :, off:off + 2].copy().view(np.float16)[..., 0].astype(np.float64)  # [rows, blocks]
+    return (q * d).astype(np.float64).reshape(x.shape)
 
 
 def _gelu_tanh(x: np.ndarray) -> np.ndarray:
@@ -163,25 +146,16 @@ class NumpyTransformer:
         self.hp = _hparams(_meta(reader))
         self.kv_dtype = kv_dtype
         self.w: dict[str, np.ndarray] = {}
-        self.wmin: dict[str, np.ndarray] = {}  # Q4_1/Q5_1 block mins [rows, cols / 32]
         self.act_block = {t.name: ACT_BLOCK.get(t.tensor_type.name) if act_quant else None for t in reader.tensors}
         for t in reader.tensors:
             shape = tuple(int(d) for d in reversed(t.shape))  # numpy order: [rows, cols]
             self.w[t.name] = np.asarray(dequantize(t.data, t.tensor_type), dtype=np.float64).reshape(shape)
-            if act_quant and t.tensor_type.name in MIN_BLOCKS:
-                self.wmin[t.name] = _block_mins(t.data, shape[0], t.tensor_type.name)
         self.n_vocab = self.w["token_embd.weight"].shape[0]
 
     def _mm(self, x: np.ndarray, name: str) -> np.ndarray:
         """x @ W.T, with x rounded to 8-bit blocks first when act_quant applies to W's type."""
         block = self.act_block[name]
-        if block is None:
-            return x @ self.w[name].T
-        xq, ds = _act_quant(x, block)
-        out = xq @ self.w[name].T
-        if name in self.wmin:
-            out = out + ds @ self.wmin[name].T
-        return out
+        return (x if block is None else _act_quant(x, block)) @ self.w[name].T
 
     def _attention(self, il: int, h: np.ndarray, pos: np.ndarray) -> np.ndarray:
         hp, w, p = self.hp, self.w, f"blk.{il}."

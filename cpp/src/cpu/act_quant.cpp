@@ -35,8 +35,11 @@ float quantize_block(const float* x, int len, int8_t* q, float* iscale_out) {
 
 inline float round_to_half(float v) { return fp16_to_f32(f32_to_fp16(v)); }
 
-// llama.cpp's block_q8_0 / block_q8_1 store d (and Q8_1's s = d * sum) as FP16, and its dot
-// products use those rounded values: so do we (s serves the Q4_1/Q5_1 kernels, as Q8_1's does).
+// llama.cpp's block_q8_0 / block_q8_1 store d as FP16, and its dot products use the rounded d: so
+// do we. s = d * sum (exact in float: 11-bit d times a sum below 2^12) is what the kernels need for
+// the offsets of Q4_0/Q5_0/Q8_0/IQ4_NL as well as the mins of Q4_1/Q5_1; llama.cpp's Q8_1 rounds
+// its s = d_unrounded * sum to FP16 too, for Q4_1/Q5_1 only: not imitated (the one llama.cpp
+// rounding we skip; within the summation-order noise, see tests/test_forward_real.py).
 void quantize_q8_0(const float* x, int64_t cols, uint8_t* dst) {
   const ActQ8_0 v = act_q8_0(dst, cols);
   int8_t* qs = const_cast<int8_t*>(v.qs);
@@ -50,7 +53,7 @@ void quantize_q8_0(const float* x, int64_t cols, uint8_t* dst) {
     int sum = 0;
     for (int k = 0; k < 32; k++) sum += qs[b * 32 + k];
     d[b] = round_to_half(d_exact);
-    s[b] = round_to_half(d_exact * (float)sum);
+    s[b] = d[b] * (float)sum;
     for (int k = 0; k < 8; k++) d8[8 * b + k] = d[b];
     d2[2 * b] = d2[2 * b + 1] = d[b];
   }

@@ -1,6 +1,7 @@
 // Activation quantization with AVX2. Bit-identical to the scalar quantizer in act_quant.cpp (same
-// amax, same d = amax / 127 and 1 / d, same round-half-even), so every ISA feeds its kernels the
-// same int8 activations. Include rules: see x86_common.h.
+// amax, multiplier 127 / amax, round-half-even, llama.cpp's scales: Q8_0 d rounded to FP16,
+// Q8_K d = 1 / multiplier), so every ISA feeds its kernels the same int8 activations. Include
+// rules: see x86_common.h.
 #pragma once
 #include "cpu/act_layout.h"
 #include "cpu/x86_common.h"
@@ -14,6 +15,8 @@ inline float hmax(__m256 v) {
   m = _mm_max_ss(m, _mm_movehdup_ps(m));
   return _mm_cvtss_f32(m);
 }
+
+inline float round_to_half(float v) { return _cvtsh_ss(_cvtss_sh(v, _MM_FROUND_TO_NEAREST_INT)); }
 
 inline int hsum_i32(__m256i v) {
   __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
@@ -50,11 +53,11 @@ void x86_quantize_q8_0(const float* x, int64_t cols, uint8_t* dst) {
   float *d = const_cast<float*>(v.d), *s = const_cast<float*>(v.s), *d8 = const_cast<float*>(v.d8);
   for (int64_t b = 0; b < cols / 32; b++) {
     const float amax = amax_of(x + 32 * b, 32);
-    const float db = amax / 127.f;
-    const float id = db != 0.f ? 1.f / db : 0.f;
+    const float id = amax != 0.f ? 127.f / amax : 0.f;
     __m256i i32[4];
     quantize32(x + 32 * b, id, qs + 32 * b, i32);
     const int sum = hsum_i32(_mm256_add_epi32(_mm256_add_epi32(i32[0], i32[1]), _mm256_add_epi32(i32[2], i32[3])));
+    const float db = round_to_half(amax / 127.f);
     d[b] = db;
     s[b] = db * (float)sum;
     _mm256_storeu_ps(d8 + 8 * b, _mm256_set1_ps(db));
@@ -70,8 +73,8 @@ void x86_quantize_q8_K(const float* x, int64_t cols, uint8_t* dst) {
   int16_t* bsums = const_cast<int16_t*>(v.bsums);
   for (int64_t b = 0; b < cols / 256; b++) {
     const float amax = amax_of(x + 256 * b, 256);
-    const float db = amax / 127.f;
-    const float id = db != 0.f ? 1.f / db : 0.f;
+    const float id = amax != 0.f ? 127.f / amax : 0.f;
+    const float db = id != 0.f ? 1.f / id : 0.f;
     d[b] = db;
     for (int k = 0; k < 8; k++) {
       __m256i i32[4];
