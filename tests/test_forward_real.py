@@ -1,16 +1,16 @@
 """Real models against llama.cpp's reference outputs (../shared/reference/<key>/).
 
 quickdraft makes llama.cpp's low-precision steps (8-bit activation blocks with llama.cpp's
-multiplier and FP16 block scales, F16 queries and softmax probabilities against the F16 KV cache,
-ggml's F16 GELU table, float rope angles; not Q8_1's FP16 block sums), nor its summation orders. These models amplify
-float32 noise chaotically: an activation that rounds to the other 8-bit step moves a top
-log-probability by up to ~0.1-0.3 nats downstream. Measured on the teacher cases, quickdraft
-against *itself* with only the kernels' summation order changed (QD_FORCE_ISA avx512 / avx2 /
-scalar) agrees on the top-1 token at 94.8-98.7 % of positions, mean |d log p| 0.024-0.055 -- the
-same as against llama.cpp (95.0-98.1 %, 0.022-0.057). 99 % would need llama.cpp's exact
-reduction orders (which differ between its own batched and one-token kernels), so the tests
-check rates, and that every disagreement is a near-tie, rather than every row (as the reference
-README advises).
+multiplier and FP16 block scales, F16 queries and softmax probabilities against the F16 KV
+cache, ggml's F16 GELU table, float rope angles; not Q8_1's FP16 block sums), nor its summation
+orders. These models amplify float32 noise chaotically: an activation that rounds to the other
+8-bit step moves a top log-probability by up to ~0.1-0.3 nats downstream. Measured on the
+teacher cases, quickdraft against *itself* with only the kernels' summation order changed
+(QD_FORCE_ISA avx512 / avx2 / scalar) agrees on the top-1 token at 94.8-98.7 % of positions,
+mean |d log p| 0.024-0.055 -- the same as against llama.cpp (95.0-98.1 %, 0.022-0.057). 99 %
+would need llama.cpp's exact reduction orders (which differ between its own batched and
+one-token kernels), so the tests check rates, and that every disagreement is a near-tie, rather
+than every row (as the reference README advises).
 """
 
 from __future__ import annotations

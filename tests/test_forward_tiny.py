@@ -22,8 +22,8 @@ WEIGHT_TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1")
 #  * float32 accumulation instead of float64: ~1e-6 relative (observed 1e-6..2e-5 of the std);
 #  * a value within float32 error of a float16 rounding boundary may round the other way: one
 #    half-ulp (2^-11) in that element, which these sharp tiny models amplify to 1e-4..5e-4 of the
-#    std, up to 1.9e-3 over the 300 positions of test_longer_than_one_micro_batch (4.7e-4 there before
-#    queries and probabilities were rounded too): hence 5e-3.
+#    std, up to 1.9e-3 over the 300 positions of test_longer_than_one_micro_batch (4.7e-4 there
+#    before queries and probabilities were rounded too): hence 5e-3.
 # Block-quantized weights are multiplied with activations rounded to 8-bit blocks the way
 # llama.cpp does it (scale stored as float16 for 32-blocks), and the oracle applies the same
 # rounding (act_quant=True). Rows then agree to ~1e-6, except where an activation lands within
