@@ -6,6 +6,7 @@
 namespace py = pybind11;
 
 void register_gguf(py::module_& m);
+void register_engine(py::module_& m);
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "quickdraft native core";
@@ -31,4 +32,5 @@ PYBIND11_MODULE(_core, m) {
   });
 
   register_gguf(m);
+  register_engine(m);
 }

@@ -1,0 +1,93 @@
+#include "spec/draft_length.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "common/error.h"
+
+namespace qd::spec {
+
+namespace {
+constexpr double kEma = 0.15;        // weight of a new timing
+constexpr double kPriorSlope = 0.15; // c_v(n) ~ c_v(1) * (1 + slope * (n - 1)) until measured
+}  // namespace
+
+DraftLength::DraftLength(int n_sources, const DraftLengthOptions& opt) : opt_(opt), src_(n_sources) {
+  if (opt.draft_max < 0 || opt.draft_max > 64)
+    throw ArgError("draft_max must be in [0, 64], got " + std::to_string(opt.draft_max));
+  c_v_.assign(opt.draft_max + 2, -1.0);
+}
+
+double DraftLength::alpha(int source) const {
+  const Source& s = src_[source];
+  const double a = (s.accepted + opt_.alpha_prior * opt_.prior_weight) / (s.accepted + s.rejected + opt_.prior_weight);
+  return std::clamp(a, 0.0, 0.995);
+}
+
+double DraftLength::verify_cost(int n) const {
+  if (n < 1 || n >= (int)c_v_.size()) return -1.0;
+  if (c_v_[n] > 0.0) return c_v_[n];
+  // Interpolate between the nearest measured row counts; extrapolate with the prior slope.
+  int lo = n - 1, hi = n + 1;
+  while (lo >= 1 && c_v_[lo] <= 0.0) lo--;
+  while (hi < (int)c_v_.size() && c_v_[hi] <= 0.0) hi++;
+  const bool has_lo = lo >= 1, has_hi = hi < (int)c_v_.size();
+  if (has_lo && has_hi) return c_v_[lo] + (c_v_[hi] - c_v_[lo]) * (n - lo) / (hi - lo);
+  const int m = has_lo ? lo : has_hi ? hi : -1;
+  if (m < 0) return -1.0;
+  const double base = c_v_[m] / (1.0 + kPriorSlope * (m - 1));
+  return base * (1.0 + kPriorSlope * (n - 1));
+}
+
+double DraftLength::rate(int source, int k) const {
+  const double a = alpha(source);
+  const double tokens = (1.0 - std::pow(a, k + 1)) / (1.0 - a);
+  const double cv = verify_cost(k + 1);
+  const double cd = k == 0 ? 0.0 : src_[source].c_d;
+  if (cv <= 0.0 || cd < 0.0) return -1.0;
+  return tokens / (k * cd + cv);
+}
+
+int DraftLength::next(int source) {
+  Source& s = src_[source];
+  const int kmax = opt_.draft_max;
+  if (!opt_.adaptive || kmax == 0) return kmax;
+  // Until both costs are known, draft a middling amount so that they get measured.
+  if (s.c_d < 0.0 || verify_cost(1) < 0.0) return std::min(kmax, 4);
+  int best = 0;
+  double best_rate = rate(source, 0);
+  for (int k = 1; k <= kmax; k++) {
+    const double r = rate(source, k);
+    if (r > best_rate) best = k, best_rate = r;
+  }
+  if (best > 0) {
+    s.idle_steps = 0;
+    return best;
+  }
+  if (++s.idle_steps >= opt_.probe_every) {
+    s.idle_steps = 0;
+    return std::min(kmax, opt_.probe_length);
+  }
+  return 0;
+}
+
+void DraftLength::record_draft(int source, int n_drafted, double seconds_per_token) {
+  Source& s = src_[source];
+  if (n_drafted <= 0 || seconds_per_token < 0.0) return;
+  s.c_d = s.c_d < 0.0 ? seconds_per_token : (1.0 - kEma) * s.c_d + kEma * seconds_per_token;
+}
+
+void DraftLength::record_verify(int source, int n_rows, int n_accepted, double seconds) {
+  if (n_rows >= 1 && n_rows < (int)c_v_.size() && seconds > 0.0) {
+    double& c = c_v_[n_rows];
+    c = c < 0.0 ? seconds : (1.0 - kEma) * c + kEma * seconds;
+  }
+  const int n_drafted = n_rows - 1;
+  if (n_drafted <= 0) return;
+  Source& s = src_[source];
+  s.accepted = s.accepted * opt_.decay + n_accepted;
+  s.rejected = s.rejected * opt_.decay + (n_accepted < n_drafted ? 1.0 : 0.0);
+}
+
+}  // namespace qd::spec

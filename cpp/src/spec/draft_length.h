@@ -1,0 +1,53 @@
+// Choosing how many tokens to draft, as arithmetic (DESIGN.md "The draft length as arithmetic").
+//
+// With per-token acceptance a, draft cost c_d per token and verify cost c_v(n) for n rows, a
+// draft of k tokens yields on average (1 - a^(k+1)) / (1 - a) tokens per step and costs
+// k*c_d + c_v(k+1). next() picks the k in [0, draft_max] that maximises tokens per second from
+// running estimates; k = 0 is plain decoding, so speculation that does not pay switches itself
+// off. While at k = 0 it probes now and then with a short draft, because acceptance changes
+// with the text.
+#pragma once
+#include <vector>
+
+namespace qd::spec {
+
+struct DraftLengthOptions {
+  int draft_max = 8;
+  bool adaptive = true;        // false: always draft_max (p_min may still stop a draft early)
+  double alpha_prior = 0.6;    // acceptance assumed before any evidence
+  double prior_weight = 2.0;   // ... worth this many observed tokens
+  double decay = 0.95;         // per step: older evidence fades (acceptance drifts with the text)
+  int probe_every = 16;        // steps at k = 0 between probes
+  int probe_length = 2;
+};
+
+class DraftLength {
+ public:
+  DraftLength(int n_sources, const DraftLengthOptions& opt);
+
+  int next(int source);
+  // A draft of n_drafted tokens from `source`; seconds_per_token < 0 when not measured.
+  void record_draft(int source, int n_drafted, double seconds_per_token);
+  // A verify pass over n_rows = n_drafted + 1 rows, n_accepted of the drafted tokens kept.
+  void record_verify(int source, int n_rows, int n_accepted, double seconds);
+
+  double alpha(int source) const;
+  double draft_cost(int source) const { return src_[source].c_d; }
+  double verify_cost(int n_rows) const;  // estimate, seconds; < 0 before any measurement
+  // Expected tokens per second for a draft of k from `source` (< 0 when unknown).
+  double rate(int source, int k) const;
+
+  const DraftLengthOptions& options() const { return opt_; }
+
+ private:
+  struct Source {
+    double accepted = 0.0, rejected = 0.0;  // decayed counts of kept / refused draft tokens
+    double c_d = -1.0;                      // seconds per drafted token (EMA), < 0 unknown
+    int idle_steps = 0;                     // consecutive steps at k = 0
+  };
+  DraftLengthOptions opt_;
+  std::vector<Source> src_;
+  std::vector<double> c_v_;                 // [draft_max + 2] EMA of verify seconds by rows, < 0 unknown
+};
+
+}  // namespace qd::spec

@@ -1,0 +1,101 @@
+#include "spec/drafter_model.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "common/error.h"
+
+namespace qd::spec {
+
+namespace {
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+}  // namespace
+
+ModelDrafter::ModelDrafter(std::unique_ptr<LogitSource> model, std::string name)
+    : model_(std::move(model)), name_(std::move(name)) {
+  if (!model_) throw ArgError("ModelDrafter: no model");
+  logits_.resize(model_->n_vocab());
+}
+
+void ModelDrafter::sync(const std::vector<int32_t>& history) {
+  size_t keep = 0;
+  const size_t limit = std::min(cached_.size(), history.size() - 1);
+  while (keep < limit && cached_[keep] == history[keep]) keep++;
+  if (keep < cached_.size()) {
+    model_->truncate((int)keep);
+    cached_.resize(keep);
+  }
+}
+
+bool ModelDrafter::prefill(const std::vector<int32_t>& history, int max_tokens) {
+  sync(history);
+  const int todo = (int)(history.size() - 1 - cached_.size());
+  const int n = std::min(todo, max_tokens);
+  if (n > 0) {
+    model_->eval(history.data() + cached_.size(), n, nullptr, false);
+    cached_.insert(cached_.end(), history.begin() + cached_.size(), history.begin() + cached_.size() + n);
+  }
+  return n == todo;
+}
+
+int ModelDrafter::catch_up(const std::vector<int32_t>& history, double* seconds) {
+  // The cache keeps what it shares with history, but at least the last token is evaluated
+  // again: its logits are the ones the next draft token comes from.
+  sync(history);
+  const size_t keep = cached_.size();
+  const double t0 = now();
+  model_->eval(history.data() + keep, (int)(history.size() - keep), logits_.data(), /*last_only=*/true);
+  *seconds = now() - t0;
+  cached_.insert(cached_.end(), history.begin() + keep, history.end());
+  return (int)(history.size() - keep);
+}
+
+void ModelDrafter::propose(const std::vector<int32_t>& history, const DraftRequest& req, Draft* out) {
+  out->clear();
+  // Room for the drafted tokens we evaluate (all but the last) in the draft's own context.
+  const int k = std::min(req.k, model_->n_ctx() - (int)history.size() + 1);
+  if (k <= 0) return;
+  double catch_up_seconds = 0.0, step_seconds = 0.0;
+  const int n_caught_up = catch_up(history, &catch_up_seconds);
+  int n_steps = 0;
+  const int n_vocab = model_->n_vocab();
+  const int n_allowed = std::min(n_vocab, req.n_target_vocab);
+  sampling::LogitProcessor proc(*req.params);
+  ctx_.assign(history.begin(), history.end());
+  const bool greedy = req.params->greedy();
+  Distribution q;
+  const double t_loop = now();
+  for (int i = 0; i < k; i++) {
+    int32_t x;
+    float top = 1.0f;
+    if (greedy) {
+      x = proc.argmax(logits_.data(), n_vocab, ctx_.data(), ctx_.size(), req.p_min > 0.0f ? &top : nullptr, n_allowed);
+    } else {
+      proc.process(logits_.data(), n_vocab, ctx_.data(), ctx_.size(), &q, n_allowed);
+      top = q.max_prob();
+      x = sampling::sample(q, *req.rng);
+    }
+    if (top < req.p_min) break;
+    out->tokens.push_back(x);
+    if (!greedy) out->q.push_back(q);
+    ctx_.push_back(x);
+    if (i + 1 == k) break;  // the last draft token is evaluated next step, if accepted
+    const double t0 = now();
+    model_->eval(&x, 1, logits_.data(), true);
+    step_seconds += now() - t0;
+    n_steps++;
+    cached_.push_back(x);
+  }
+  // Per-token cost as in steady state, where the catch-up is one or two tokens: a catch-up of
+  // many (after plain steps) is a one-off and would make drafting look dearer than it is.
+  const int n = (int)out->tokens.size();
+  if (n == 0) return;
+  const double loop = now() - t_loop;
+  if (n_caught_up <= 2) {
+    out->token_seconds = (catch_up_seconds + loop) / n;
+  } else if (n_steps > 0) {
+    out->token_seconds = (loop + step_seconds / n_steps) / n;
+  }
+}
+
+}  // namespace qd::spec
