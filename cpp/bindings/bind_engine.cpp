@@ -13,6 +13,8 @@
 
 #include "common/error.h"
 #include "sampling/logit_processor.h"
+#include "gguf/gguf_file.h"
+#include "spec/compat.h"
 #include "spec/drafter_hybrid.h"
 #include "spec/drafter_model.h"
 #include "spec/drafter_ngram.h"
@@ -287,6 +289,14 @@ void register_engine(py::module_& m) {
       .def("verify_cost", &DraftLength::verify_cost, py::arg("n_rows"))
       .def("rate", &DraftLength::rate, py::arg("source"), py::arg("k"));
 
+  m.def(
+      "check_compatible",
+      [](const std::string& target, const std::string& draft) {
+        py::gil_scoped_release release;
+        check_compatible(qd::gguf::File(target), qd::gguf::File(draft));
+      },
+      py::arg("target"), py::arg("draft"),
+      "Raises IncompatibleModelsError unless the draft GGUF can draft for the target GGUF.");
   m.def("_process_logits", &process_logits, py::arg("logits"), py::arg("history"), py::arg("params"));
   m.def("_sample_tokens", &sample_tokens, py::arg("logits"), py::arg("history"), py::arg("params"), py::arg("n"),
         py::arg("seed"));
