@@ -1,11 +1,199 @@
-"""The `quickdraft` command line."""
+"""The `quickdraft` command line: run, chat, bench, inspect, fetch, models."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 
 from . import models
+
+DEFAULT_PROMPT = "Write a Python function that returns the n-th Fibonacci number, with a docstring and a short test."
+
+BENCH_PROMPTS = {
+    "code": "Write a Python function that checks whether a number is prime, then a function that lists the primes below n.",
+    "chat": "Tell me about the history of the city of Lyon in a few paragraphs.",
+    "repetitive": "Repeat the following list exactly three times: apple, banana, cherry, date, elderberry, fig, grape.",
+}
+
+_DRAFT_COLOR = "\033[36m"
+_RESET = "\033[0m"
+
+
+def _add_model_args(p: argparse.ArgumentParser, draft_default: str | None) -> None:
+    p.add_argument("--target", "-m", default=models.DEFAULT_TARGET,
+                   help=f"target model: path, key or hf://owner/repo/file.gguf (default {models.DEFAULT_TARGET})")
+    p.add_argument("--draft", "-d", default=draft_default,
+                   help="drafter: a model (path/key/hf://), 'ngram', 'self', or 'none' "
+                        f"(default {draft_default or 'none'})")
+    p.add_argument("--threads", "-t", type=int, default=None, help="CPU threads (default: all cores)")
+    p.add_argument("--n-ctx", type=int, default=4096, help="context length in tokens (default 4096)")
+    p.add_argument("--draft-max", type=int, default=None, help="most tokens drafted per step")
+
+
+def _add_sampling_args(p: argparse.ArgumentParser, temperature: float) -> None:
+    p.add_argument("--max-tokens", "-n", type=int, default=256, help="most tokens to generate (default 256)")
+    p.add_argument("--temperature", "--temp", type=float, default=temperature,
+                   help=f"sampling temperature; 0 = greedy (default {temperature})")
+    p.add_argument("--top-k", type=int, default=None)
+    p.add_argument("--top-p", type=float, default=None)
+    p.add_argument("--min-p", type=float, default=None)
+    p.add_argument("--repeat-penalty", type=float, default=None)
+    p.add_argument("--seed", type=int, default=None, help="RNG seed: same seed and settings, same output")
+    p.add_argument("--stop", action="append", default=None, help="stop string (repeatable)")
+
+
+def _sampling_kwargs(args) -> dict:
+    kw = {"max_tokens": args.max_tokens, "temperature": args.temperature, "seed": args.seed, "stop": args.stop}
+    for name in ("top_k", "top_p", "min_p", "repeat_penalty"):
+        v = getattr(args, name)
+        if v is not None:
+            kw[name] = v
+    return kw
+
+
+def _make_engine(args, draft: str | None = "__args__"):
+    from .engine import Engine
+
+    draft = args.draft if draft == "__args__" else draft
+    if draft in (None, "none"):
+        draft = None
+    t0 = time.perf_counter()
+    target = str(models.resolve(args.target))
+    if draft not in (None, "ngram", "self"):
+        draft = str(models.resolve(draft))
+    print(f"loading {args.target}" + (f" with drafter {args.draft}" if draft else "") + " ...", end="", file=sys.stderr,
+          flush=True)
+    kw = {"n_ctx": args.n_ctx, "threads": args.threads}
+    if args.draft_max is not None:
+        kw["draft_max"] = args.draft_max
+    engine = Engine(target, draft=draft, **kw)
+    print(f" done in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    return engine
+
+
+def _fmt_stats(stats) -> str:
+    def g(name, default=0):
+        return getattr(stats, name, default) if not isinstance(stats, dict) else stats.get(name, default)
+
+    drafted, accepted = g("drafted"), g("accepted")
+    rate = g("acceptance_rate", accepted / drafted if drafted else 0.0)
+    return (f"{g('n_tokens', g('generated', 0))} tokens, {g('tokens_per_second'):.1f} tok/s, "
+            f"drafted {drafted}, accepted {accepted} ({100 * rate:.0f} %)")
+
+
+def _stream_to_stdout(pieces, show_draft: bool):
+    color = show_draft and sys.stdout.isatty()
+    last = None
+    for piece in pieces:
+        last = piece
+        text = piece.text
+        if color and getattr(piece, "from_draft", False):
+            text = _DRAFT_COLOR + text + _RESET
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    sys.stdout.write("\n")
+    return last
+
+
+def _prompt_for(engine, text: str, raw: bool):
+    if raw:
+        return text
+    try:
+        return engine.tokenizer.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True)
+    except Exception:  # no template (base model): plain text
+        return text
+
+
+def _cmd_run(args) -> int:
+    engine = _make_engine(args)
+    prompt = _prompt_for(engine, args.prompt or DEFAULT_PROMPT, args.raw)
+    it = engine.stream(prompt, **_sampling_kwargs(args))
+    try:
+        _stream_to_stdout(it, args.show_draft)
+    except KeyboardInterrupt:
+        it.close()
+        print("\n[interrupted]", file=sys.stderr)
+    completion = it.completion if hasattr(it, "completion") else None
+    stats = completion.stats if completion is not None else engine.last_stats
+    print(f"[{args.draft or 'none'}] {_fmt_stats(stats)}, finish: "
+          f"{completion.finish_reason if completion is not None else '-'}", file=sys.stderr)
+    if args.compare and args.draft not in (None, "none"):
+        plain = _make_engine(args, draft=None)
+        c = plain.generate(prompt, **_sampling_kwargs(args))
+        tps_spec = getattr(stats, "tokens_per_second", 0.0)
+        tps_plain = getattr(c.stats, "tokens_per_second", 0.0)
+        print(f"[plain] {_fmt_stats(c.stats)}", file=sys.stderr)
+        if tps_plain:
+            print(f"speedup over plain decoding: {tps_spec / tps_plain:.2f}x", file=sys.stderr)
+    return 0
+
+
+def _cmd_chat(args) -> int:
+    engine = _make_engine(args)
+    messages: list[dict] = []
+    if args.system:
+        messages.append({"role": "system", "content": args.system})
+    print("quickdraft chat: /reset clears history, /stats shows the last reply's stats, /exit quits.", file=sys.stderr)
+    last_stats = None
+    while True:
+        try:
+            line = input("> ") if sys.stdin.isatty() else sys.stdin.readline()
+        except (EOFError, KeyboardInterrupt):
+            break
+        if not sys.stdin.isatty() and line == "":
+            break
+        line = line.rstrip("\n")
+        if not line.strip():
+            continue
+        if line.strip() == "/exit":
+            break
+        if line.strip() == "/reset":
+            messages = messages[:1] if args.system else []
+            print("[history cleared]", file=sys.stderr)
+            continue
+        if line.strip() == "/stats":
+            print(_fmt_stats(last_stats) if last_stats is not None else "[no reply yet]", file=sys.stderr)
+            continue
+        messages.append({"role": "user", "content": line})
+        it = engine.stream_chat(messages, **_sampling_kwargs(args))
+        reply = []
+        try:
+            for piece in it:
+                reply.append(piece.text)
+                sys.stdout.write(piece.text)
+                sys.stdout.flush()
+        except KeyboardInterrupt:
+            it.close()
+            print("\n[interrupted]", file=sys.stderr)
+        sys.stdout.write("\n")
+        completion = getattr(it, "completion", None)
+        last_stats = completion.stats if completion is not None else None
+        messages.append({"role": "assistant", "content": "".join(reply)})
+    return 0
+
+
+def _cmd_bench(args) -> int:
+    prompts = dict(BENCH_PROMPTS)
+    if args.prompt:
+        prompts = {f"prompt{i}": p for i, p in enumerate(args.prompt)}
+    drafters = args.drafters.split(",")
+    rows = []
+    for drafter in ["none"] + [d for d in drafters if d != "none"]:
+        engine = _make_engine(args, draft=None if drafter == "none" else drafter)
+        for name, text in prompts.items():
+            prompt = _prompt_for(engine, text, args.raw)
+            c = engine.generate(prompt, **_sampling_kwargs(args))
+            rows.append((drafter, name, c.stats))
+        engine.close()
+    plain = {name: s.tokens_per_second for d, name, s in rows if d == "none"}
+    print(f"{'drafter':<22} {'prompt':<12} {'tok/s':>8} {'vs plain':>9} {'accept':>7} {'mean acc len':>12}")
+    for drafter, name, s in rows:
+        ratio = s.tokens_per_second / plain[name] if plain.get(name) else float("nan")
+        mean_len = getattr(s, "mean_accepted_length", float("nan"))
+        print(f"{drafter:<22} {name:<12} {s.tokens_per_second:8.1f} {ratio:8.2f}x {100 * s.acceptance_rate:6.0f}% "
+              f"{mean_len:12.2f}")
+    return 0
 
 
 def _cmd_inspect(args) -> int:
@@ -30,8 +218,36 @@ def _cmd_models(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="quickdraft", description="Exact speculative decoding for GGUF models on the CPU.")
-    sub = p.add_subparsers(dest="command", required=True)
+    p = argparse.ArgumentParser(
+        prog="quickdraft",
+        description="Exact speculative decoding for GGUF models on the CPU. "
+                    "Models are given as a path, a known key (see `quickdraft models`) or hf://owner/repo/file.gguf.",
+    )
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    s = sub.add_parser("run", help="stream a speculative generation (default: the Qwen2.5-Coder 0.5B -> 1.5B pair)")
+    s.add_argument("prompt", nargs="?", default=None, help="prompt text (default: a coding request)")
+    _add_model_args(s, models.DEFAULT_DRAFT)
+    _add_sampling_args(s, temperature=0.0)
+    s.add_argument("--raw", action="store_true", help="send the prompt as is, without the chat template")
+    s.add_argument("--show-draft", action="store_true", help="colour the tokens that came from the drafter")
+    s.add_argument("--compare", action="store_true", help="also run plain decoding and print the speedup")
+    s.set_defaults(func=_cmd_run)
+
+    s = sub.add_parser("chat", help="interactive multi-turn chat with the model's chat template")
+    _add_model_args(s, models.DEFAULT_DRAFT)
+    _add_sampling_args(s, temperature=0.7)
+    s.add_argument("--system", default=None, help="system message")
+    s.set_defaults(func=_cmd_chat)
+
+    s = sub.add_parser("bench", help="plain vs speculative decoding on built-in or given prompts")
+    _add_model_args(s, None)
+    _add_sampling_args(s, temperature=0.0)
+    s.add_argument("--drafters", default=f"{models.DEFAULT_DRAFT},ngram,self",
+                   help="comma-separated drafters to compare with plain decoding")
+    s.add_argument("--prompt", action="append", default=None, help="a prompt (repeatable; default: code/chat/repetitive)")
+    s.add_argument("--raw", action="store_true", help="send prompts without the chat template")
+    s.set_defaults(func=_cmd_bench)
 
     s = sub.add_parser("inspect", help="summarise a GGUF file (path, model key or hf:// URL)")
     s.add_argument("file")
@@ -47,13 +263,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 1
     try:
         return args.func(args)
     except KeyboardInterrupt:
         return 130
     except (ValueError, FileNotFoundError) as e:
         print(f"quickdraft: error: {e}", file=sys.stderr)
+        return 2
+    except ImportError as e:
+        print(f"quickdraft: error: {e} (this build lacks that part of the engine)", file=sys.stderr)
         return 2
 
 

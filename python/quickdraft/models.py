@@ -175,7 +175,7 @@ def fetch(key: str, quiet: bool = False) -> Path:
                         out.write(b)
                         h.update(b)
                         done += len(b)
-                        if not quiet:
+                        if not quiet and (done * 50 // m.size != (done - len(b)) * 50 // m.size or done == m.size):
                             _progress(done, m.size, f"assembling {m.filename}")
         if done != m.size or h.hexdigest() != m.sha256:
             raise ModelNotFoundError(f"assembled {key!r} has size {done} and sha256 {h.hexdigest()}, "

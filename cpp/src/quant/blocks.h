@@ -2,6 +2,7 @@
 // Multi-byte fields are little-endian; fp16 fields are IEEE half bit patterns (see fp16.h).
 #pragma once
 #include <cstdint>
+#include <cstring>
 
 namespace qd::quant {
 
@@ -45,5 +46,13 @@ static_assert(sizeof(block_iq4_xs) == 2 + 2 + 4 + 128, "block_iq4_xs");
 
 // The non-linear 4-bit codebook of IQ4_NL and IQ4_XS.
 constexpr int8_t kvalues_iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+// Block i of a byte stream that may be unaligned in the mapping (memcpy: no aligned loads).
+template <typename Block>
+inline Block load_block(const void* src, int64_t i) {
+  Block b;
+  std::memcpy(&b, static_cast<const uint8_t*>(src) + i * (int64_t)sizeof(Block), sizeof(Block));
+  return b;
+}
 
 }  // namespace qd::quant
