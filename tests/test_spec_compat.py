@@ -57,3 +57,15 @@ def test_incompatible_pairs_raise(tmp_path, change, match):
         _core.check_compatible(t, d)
     with pytest.raises(ValueError):  # IncompatibleModelsError is a ValueError
         _core.check_compatible(t, d)
+
+
+def test_one_side_without_tokenizer_raises(tmp_path):
+    w = gguf.GGUFWriter(str(tmp_path / "bare.gguf"), "llama")
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    bare = str(tmp_path / "bare.gguf")
+    _core.check_compatible(bare, bare)  # no tokenizer on either side: ids are plain numbers
+    with pytest.raises(quickdraft.IncompatibleModelsError):
+        _core.check_compatible(write(tmp_path / "t.gguf"), bare)

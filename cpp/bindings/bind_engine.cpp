@@ -73,7 +73,7 @@ struct SpecEngine {
     d["drafted"] = s.drafted;
     d["accepted"] = s.accepted;
     d["acceptance_rate"] = s.acceptance_rate();
-    d["mean_accepted"] = s.mean_accepted();
+    d["mean_accepted_length"] = s.mean_accepted();
     d["tokens_per_second"] = s.tokens_per_second();
     d["time_prompt"] = s.t_prompt;
     d["time_draft"] = s.t_draft;

@@ -1,7 +1,7 @@
 """quickdraft: exact speculative decoding for quantized GGUF models on the CPU."""
 
 from ._core import GGUFError, IncompatibleModelsError, QuickdraftError, UnsupportedError
-from .engine import Completion, Engine, Piece, Stats
+from .engine import Completion, Engine, Piece, Stats, Stream
 from .gguf_file import GGUFFile, TensorInfo
 from .inspect import inspect
 
@@ -12,6 +12,7 @@ __all__ = [
     "Engine",
     "Piece",
     "Stats",
+    "Stream",
     "GGUFError",
     "GGUFFile",
     "IncompatibleModelsError",

@@ -50,7 +50,7 @@ class Stats:
     drafted: int = 0
     accepted: int = 0
     acceptance_rate: float = 0.0
-    mean_accepted: float = 0.0
+    mean_accepted_length: float = 0.0  # accepted draft tokens per round
     tokens_per_second: float = 0.0
     time_prompt: float = 0.0
     time_draft: float = 0.0
@@ -73,6 +73,31 @@ class Completion:
     tokens: list
     finish_reason: str
     stats: Stats
+
+
+class Stream:
+    """An iterator of Pieces from Engine.stream(); ``.completion`` once it has ended or been
+    closed (None before)."""
+
+    def __init__(self):
+        self.completion: Optional[Completion] = None
+        self._pieces: Iterator[Piece] = iter(())
+
+    def __iter__(self) -> "Stream":
+        return self
+
+    def __next__(self) -> Piece:
+        return next(self._pieces)
+
+    def close(self) -> None:
+        """Stops the generation within one step, keeping what was produced."""
+        self._pieces.close()
+
+    def __enter__(self) -> "Stream":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 class Engine:
@@ -179,7 +204,7 @@ class Engine:
         seed: Optional[int] = None,
         stop: Union[None, str, Sequence[str]] = None,
         ignore_eos: bool = False,
-    ) -> Iterator[Piece]:
+    ) -> "Stream":
         """Yields Pieces as the target accepts them. temperature=0 is greedy; seed=None picks
         a random seed (in ``stats.seed``); stop strings end generation and are not emitted.
         Closing the iterator (or Ctrl-C) stops within one step; ``engine.last_completion``
@@ -197,12 +222,13 @@ class Engine:
         opt.ignore_eos = bool(ignore_eos)
         return self._run(core, ids, opt, seed)
 
-    def _run(self, core, ids, opt, seed) -> Iterator[Piece]:
+    def _run(self, core, ids, opt, seed) -> "Stream":
         # Validate and start eagerly, so bad arguments raise at the call, not at first next().
         self._generation += 1
         me = self._generation
         core.start(ids, opt)
         self.last_completion = None
+        stream = Stream()
 
         def pieces():
             try:
@@ -214,13 +240,19 @@ class Engine:
                     if not core.finished:
                         core.cancel()
                         core.step()  # records "cancelled" and releases held-back text
-                    self.last_completion = self._completion(core, seed)
+                    self.last_completion = stream.completion = self._completion(core, seed)
 
-        return pieces()
+        stream._pieces = pieces()
+        return stream
 
     def _completion(self, core, seed) -> Completion:
         stats = Stats(**core.stats(), seed=seed)
         return Completion(core.text, list(core.generated), core.finish_reason, stats)
+
+    @property
+    def last_stats(self) -> Optional[Stats]:
+        """Stats of the last finished (or cancelled) generation."""
+        return self.last_completion.stats if self.last_completion else None
 
     def cancel(self) -> None:
         """Thread-safe: the running generation stops at its next step."""
