@@ -7,6 +7,8 @@ namespace py = pybind11;
 
 void register_gguf(py::module_& m);
 void register_engine(py::module_& m);
+void register_model(py::module_& m);
+void register_kernels(py::module_& m);
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "quickdraft native core";
@@ -33,4 +35,6 @@ PYBIND11_MODULE(_core, m) {
 
   register_gguf(m);
   register_engine(m);
+  register_model(m);
+  register_kernels(m);
 }

@@ -2,8 +2,10 @@
 
 from ._core import GGUFError, IncompatibleModelsError, QuickdraftError, UnsupportedError
 from .engine import Completion, Engine, Piece, Stats, Stream
+from ._core import current_isa, isa_available
 from .gguf_file import GGUFFile, TensorInfo
 from .inspect import inspect
+from .model import Context, Model
 
 __version__ = "0.1.0"
 
@@ -13,11 +15,15 @@ __all__ = [
     "Piece",
     "Stats",
     "Stream",
+    "Context",
     "GGUFError",
     "GGUFFile",
     "IncompatibleModelsError",
+    "Model",
     "QuickdraftError",
     "TensorInfo",
+    "current_isa",
+    "isa_available",
     "UnsupportedError",
     "inspect",
 ]

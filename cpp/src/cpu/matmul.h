@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "common/cpu_features.h"
 #include "common/thread_pool.h"
 
 namespace qd::cpu {
@@ -20,7 +21,11 @@ struct Matrix {
 };
 
 // y[i * rows + r] = sum_c x[i * cols + c] * W[r][c]   for i < n, r < rows.
+// Uses the process-wide ISA (active_isa(): best available, or QD_FORCE_ISA).
 void matmul(const Matrix& w, const float* x, int64_t n, float* y, ThreadPool& pool);
+
+// Same with an explicit ISA (tests and benchmarks); ArgError when `isa` is not available here.
+void matmul(const Matrix& w, const float* x, int64_t n, float* y, ThreadPool& pool, Isa isa);
 
 // Weight row r dequantized to cols floats (embedding lookup).
 void dequantize_row(const Matrix& w, int64_t r, float* dst);

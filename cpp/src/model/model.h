@@ -27,12 +27,21 @@ struct Hparams {
   float rms_eps = 1e-5f, rope_base = 10000.0f, rope_base_swa = 10000.0f;
   int sliding_window = 0;      // 0: none
   float logit_softcap = 0.0f;  // 0: none
+
+  int n_rot = 0;                   // rotated dimensions per head (<= head_dim, even)
+  bool rope_neox = false;          // pairs (i, i + n_rot/2) (NEOX) instead of (2i, 2i+1) (normal)
+  float rope_freq_scale = 1.0f;    // linear rope scaling of the global layers (1 / factor)
+  float attn_scale = 0.0f;         // multiplies q.k before the softmax
+  float embd_scale = 1.0f;         // multiplies the token embeddings
+  std::vector<uint8_t> swa_layers; // [n_layer]: 1 where the layer attends within sliding_window
 };
 
 class Model {
  public:
   // Loads and validates; throws GGUFError / UnsupportedError naming what is wrong.
   static std::shared_ptr<const Model> load(const std::string& path);
+  // The architectures load() accepts, in the order error messages list them.
+  static const std::vector<std::string>& supported_archs();
   virtual ~Model() = default;
 
   const Hparams& hparams() const { return hp_; }

@@ -1,0 +1,149 @@
+// quickdraft._core.LoadedModel (weights mapped in place) and quickdraft._core.Context (KV cache
+// over a LoadedModel). The Python class quickdraft.Model combines the two.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "common/error.h"
+#include "model/model.h"
+
+namespace py = pybind11;
+
+namespace {
+
+struct BoundModel {
+  std::shared_ptr<const qd::Model> m;
+  const qd::Hparams& hp() const { return m->hparams(); }
+};
+
+// Token ids from any 1-D integer sequence or array, range-checked against the vocabulary.
+std::vector<int32_t> to_ids(const py::handle& ids, int n_vocab) {
+  py::array arr = py::array::ensure(ids);
+  if (!arr) throw py::type_error("token ids must be a 1-D sequence of integers");
+  if (arr.ndim() != 1) throw qd::ArgError("token ids must be 1-D, got " + std::to_string(arr.ndim()) + " dimensions");
+  if (arr.size() == 0) throw qd::ArgError("eval: no tokens to evaluate");
+  const char kind = arr.dtype().kind();
+  if (kind != 'i' && kind != 'u') {
+    throw py::type_error("token ids must be integers, got dtype " + std::string(py::str(arr.dtype())));
+  }
+  auto a = py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(arr);
+  if (!a) throw py::type_error("token ids must be integers that fit in 64 bits");
+  std::vector<int32_t> out((size_t)a.size());
+  const int64_t* p = a.data();
+  for (size_t i = 0; i < out.size(); i++) {
+    if (p[i] < 0 || p[i] >= n_vocab) {
+      throw qd::ArgError("eval: token id " + std::to_string(p[i]) + " at index " + std::to_string(i) +
+                         " is outside the vocabulary [0, " + std::to_string(n_vocab) + ")");
+    }
+    out[i] = (int32_t)p[i];
+  }
+  return out;
+}
+
+class BoundContext {
+ public:
+  BoundContext(const BoundModel& model, int n_ctx, int n_threads) : model_(model.m) {
+    py::gil_scoped_release release;
+    ctx_ = std::make_unique<qd::Context>(model_, n_ctx, n_threads);
+  }
+
+  // [n, n_vocab] logits of every position, or [n_vocab] of the last one.
+  py::array_t<float> eval(const py::handle& ids, bool last_only) {
+    const std::vector<int32_t> t = to_ids(ids, model_->n_vocab());
+    const py::ssize_t n = (py::ssize_t)t.size(), V = model_->n_vocab();
+    py::array_t<float> out = last_only ? py::array_t<float>({V}) : py::array_t<float>({n, V});
+    float* dst = out.mutable_data();
+    {
+      py::gil_scoped_release release;
+      std::lock_guard<std::mutex> lock(mu_);
+      ctx_->eval(t.data(), (int)n, dst, last_only);
+    }
+    return out;
+  }
+
+  // Appends the tokens to the KV cache without computing logits (prompt prefill).
+  void feed(const py::handle& ids) {
+    const std::vector<int32_t> t = to_ids(ids, model_->n_vocab());
+    py::gil_scoped_release release;
+    std::lock_guard<std::mutex> lock(mu_);
+    ctx_->eval(t.data(), (int)t.size(), nullptr);
+  }
+
+  void truncate(int n_past) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ctx_->truncate(n_past);
+  }
+  void set_skip_layers(std::vector<int> layers) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ctx_->set_skip_layers(std::move(layers));
+  }
+  const qd::Context& ctx() const { return *ctx_; }
+
+ private:
+  std::shared_ptr<const qd::Model> model_;
+  std::unique_ptr<qd::Context> ctx_;
+  std::mutex mu_;  // one eval at a time: the GIL is released while it runs
+};
+
+py::dict hparams_dict(const qd::Hparams& h) {
+  py::dict d;
+  d["arch"] = h.arch;
+  d["n_vocab"] = h.n_vocab;
+  d["n_ctx_train"] = h.n_ctx_train;
+  d["n_embd"] = h.n_embd;
+  d["n_layer"] = h.n_layer;
+  d["n_head"] = h.n_head;
+  d["n_head_kv"] = h.n_head_kv;
+  d["head_dim"] = h.head_dim;
+  d["n_ff"] = h.n_ff;
+  d["n_rot"] = h.n_rot;
+  d["rms_eps"] = h.rms_eps;
+  d["rope_base"] = h.rope_base;
+  d["rope_base_swa"] = h.rope_base_swa;
+  d["rope_neox"] = h.rope_neox;
+  d["rope_freq_scale"] = h.rope_freq_scale;
+  d["attn_scale"] = h.attn_scale;
+  d["embd_scale"] = h.embd_scale;
+  d["sliding_window"] = h.sliding_window;
+  d["logit_softcap"] = h.logit_softcap;
+  py::list swa;
+  for (uint8_t s : h.swa_layers) swa.append(py::bool_(s != 0));
+  d["swa_layers"] = swa;
+  return d;
+}
+
+}  // namespace
+
+void register_model(py::module_& m) {
+  py::class_<BoundModel>(m, "LoadedModel", "A GGUF model's weights, mapped in place; shared by contexts.")
+      .def(py::init([](const std::string& path) {
+             py::gil_scoped_release release;
+             return BoundModel{qd::Model::load(path)};
+           }),
+           py::arg("path"))
+      .def_property_readonly("path", [](const BoundModel& s) { return s.m->file().path(); })
+      .def_property_readonly("arch", [](const BoundModel& s) { return s.hp().arch; })
+      .def_property_readonly("n_vocab", [](const BoundModel& s) { return s.hp().n_vocab; })
+      .def_property_readonly("n_ctx_train", [](const BoundModel& s) { return s.hp().n_ctx_train; })
+      .def_property_readonly("n_layer", [](const BoundModel& s) { return s.hp().n_layer; })
+      .def_property_readonly("n_embd", [](const BoundModel& s) { return s.hp().n_embd; })
+      .def_property_readonly("hparams", [](const BoundModel& s) { return hparams_dict(s.hp()); });
+  m.attr("SUPPORTED_ARCHS") = py::tuple(py::cast(qd::Model::supported_archs()));
+
+  py::class_<BoundContext>(m, "Context", "KV cache and scratch for one sequence over a LoadedModel.")
+      .def(py::init<const BoundModel&, int, int>(), py::arg("model"), py::arg("n_ctx"), py::arg("n_threads") = 0)
+      .def("eval", &BoundContext::eval, py::arg("ids"), py::arg("last_only") = false,
+           "Logits float32 [len(ids), n_vocab] (or [n_vocab] with last_only), continuing from n_past.")
+      .def("feed", &BoundContext::feed, py::arg("ids"), "Append ids to the KV cache without computing logits.")
+      .def("truncate", &BoundContext::truncate, py::arg("n_past"), "Keep the first n_past positions.")
+      .def("reset", [](BoundContext& s) { s.truncate(0); })
+      .def_property_readonly("n_past", [](const BoundContext& s) { return s.ctx().n_past(); })
+      .def_property_readonly("n_ctx", [](const BoundContext& s) { return s.ctx().n_ctx(); })
+      .def_property_readonly("n_threads", [](const BoundContext& s) { return s.ctx().n_threads(); })
+      .def_property(
+          "skip_layers", [](const BoundContext& s) { return s.ctx().skip_layers(); }, &BoundContext::set_skip_layers);
+}

@@ -1,0 +1,149 @@
+#include "common/cpu_features.h"
+
+#include <cstdlib>
+
+#include "common/error.h"
+
+#if defined(__x86_64__) || defined(_M_X64)
+#include <cpuid.h>
+#define QD_X86 1
+#endif
+#if defined(__aarch64__) && defined(__linux__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+#endif
+
+namespace qd {
+
+namespace {
+
+#ifdef QD_X86
+uint64_t xgetbv0() {
+  uint32_t lo, hi;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  return ((uint64_t)hi << 32) | lo;
+}
+#endif
+
+CpuFeatures detect() {
+  CpuFeatures f;
+#ifdef QD_X86
+  unsigned a, b, c, d;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
+  const bool osxsave = (c >> 27) & 1;
+  if (!osxsave) return f;
+  const uint64_t xcr0 = xgetbv0();
+  const bool ymm_ok = (xcr0 & 0x6) == 0x6;             // SSE + AVX state saved by the OS
+  const bool zmm_ok = ymm_ok && (xcr0 & 0xe0) == 0xe0;  // opmask + ZMM state
+  const bool fma = (c >> 12) & 1, f16c = (c >> 29) & 1, avx = (c >> 28) & 1;
+  if (!ymm_ok || !avx) return f;
+  f.fma = fma;
+  f.f16c = f16c;
+  if (__get_cpuid_max(0, nullptr) < 7) return f;
+  __cpuid_count(7, 0, a, b, c, d);
+  f.avx2 = (b >> 5) & 1;
+  if (zmm_ok) {
+    f.avx512f = (b >> 16) & 1;
+    f.avx512dq = (b >> 17) & 1;
+    f.avx512bw = (b >> 30) & 1;
+    f.avx512vl = (b >> 31) & 1;
+    f.avx512vnni = (c >> 11) & 1;
+  }
+  __cpuid_count(7, 1, a, b, c, d);
+  f.avx_vnni = (a >> 4) & 1;
+#elif defined(__aarch64__)
+  f.neon = true;
+#if defined(__linux__) && defined(HWCAP_ASIMDDP)
+  f.dotprod = (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
+#endif
+#endif
+  return f;
+}
+
+// Which kernel files this build compiled (set by cpp/src/cpu/CMakeLists.txt).
+bool built_with(Isa isa) {
+  switch (isa) {
+    case Isa::scalar: return true;
+#ifdef QD_HAVE_AVX2_KERNELS
+    case Isa::avx2: return true;
+#endif
+#ifdef QD_HAVE_AVX512_KERNELS
+    case Isa::avx512: return true;
+#endif
+#ifdef QD_HAVE_NEON_KERNELS
+    case Isa::neon: return true;
+#endif
+    default: return false;
+  }
+}
+
+bool cpu_can_run(Isa isa) {
+  const CpuFeatures& f = cpu_features();
+  switch (isa) {
+    case Isa::scalar: return true;
+    case Isa::avx2: return f.avx2 && f.fma && f.f16c;
+    case Isa::avx512:
+      return f.avx2 && f.fma && f.f16c && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && f.avx512vnni;
+    case Isa::neon: return f.neon && f.dotprod;
+  }
+  return false;
+}
+
+Isa choose() {
+  const char* forced = std::getenv("QD_FORCE_ISA");
+  if (forced && *forced) {
+    const Isa isa = parse_isa(forced);
+    if (!built_with(isa)) {
+      throw ArgError(std::string("QD_FORCE_ISA=") + forced + ": this build of quickdraft has no " + forced +
+                     " kernels (built for another architecture)");
+    }
+    if (!cpu_can_run(isa)) {
+      throw ArgError(std::string("QD_FORCE_ISA=") + forced + ": this CPU cannot execute " + forced +
+                     " instructions; unset QD_FORCE_ISA or choose one of the available ISAs");
+    }
+    return isa;
+  }
+  const std::vector<Isa> all = available_isas();
+  return all.back();
+}
+
+}  // namespace
+
+const CpuFeatures& cpu_features() {
+  static const CpuFeatures f = detect();
+  return f;
+}
+
+const char* isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::scalar: return "scalar";
+    case Isa::avx2: return "avx2";
+    case Isa::avx512: return "avx512";
+    case Isa::neon: return "neon";
+  }
+  return "?";
+}
+
+Isa parse_isa(const std::string& name) {
+  for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512, Isa::neon}) {
+    if (name == isa_name(isa)) return isa;
+  }
+  throw ArgError("unknown ISA '" + name + "': expected scalar, avx2, avx512 or neon");
+}
+
+bool isa_available(Isa isa) { return built_with(isa) && cpu_can_run(isa); }
+
+std::vector<Isa> available_isas() {
+  std::vector<Isa> out;
+  for (Isa isa : {Isa::scalar, Isa::neon, Isa::avx2, Isa::avx512}) {
+    if (isa_available(isa)) out.push_back(isa);
+  }
+  return out;
+}
+
+Isa active_isa() {
+  static const Isa isa = choose();
+  return isa;
+}
+
+}  // namespace qd

@@ -1,0 +1,46 @@
+// The per-ISA kernel tables behind matmul(). Each ISA's kernels live in their own *_isa_*.cpp
+// file compiled with that ISA's flags; matmul.cpp picks one table at run time (common/cpu_features).
+//
+// A kernel computes a block of the output: y[i * ldy + r] for weight rows r in [r0, r1) and every
+// activation row i < n. Batch invariance contract: the value written for (i, r) must be the same
+// bits whatever n, r0, r1 are (one fixed reduction order per (row, column) pair).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "common/cpu_features.h"
+#include "cpu/matmul.h"
+
+namespace qd::cpu {
+
+// What the activations are turned into before the kernel runs (see act_layout.h).
+enum class ActFormat : uint8_t { f32, q8_0, q8_K };
+
+// act: n activation rows of format ActFormat, act_stride bytes apart.
+using GemmRowsFn = void (*)(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t act_stride,
+                            int64_t n, float* y, int64_t ldy);
+
+struct GemmKernel {
+  GemmRowsFn fn = nullptr;  // nullptr: this ISA has no kernel for the type
+  ActFormat act = ActFormat::f32;
+};
+
+constexpr uint32_t kMaxTypeId = 48;
+
+struct KernelTable {
+  Isa isa = Isa::scalar;
+  GemmKernel gemm[kMaxTypeId];  // indexed by GGML type id
+};
+
+const KernelTable& kernels_scalar();  // always built: the reference every SIMD kernel is tested against
+const KernelTable& kernels_avx2();    // only when QD_HAVE_AVX2_KERNELS
+const KernelTable& kernels_avx512();  // only when QD_HAVE_AVX512_KERNELS
+
+// The table for `isa` (which must be available: see isa_available).
+const KernelTable& kernel_table(Isa isa);
+
+// Activation quantization, one row on its own (per-row scales). Shared by all ISAs so every ISA
+// sees bit-identical activations.
+void quantize_act_row(ActFormat f, const float* x, int64_t cols, uint8_t* dst);
+
+}  // namespace qd::cpu

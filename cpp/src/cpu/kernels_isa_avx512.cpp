@@ -1,0 +1,27 @@
+// AVX-512 (F/BW/VL/DQ + VNNI) kernels: 512-bit kernels (x86_avx512.h) for the types real models
+// use, the 256-bit ones with VNNI dot products for the rest (compiled with -mavx512*; see
+// CMakeLists.txt here).
+#include <immintrin.h>
+
+#include "cpu/x86_avx512.h"
+#include "cpu/x86_table.h"
+
+namespace qd::cpu {
+
+namespace {
+struct Avx512Tag {
+  static constexpr bool kVnni = true;
+  static constexpr int kMaxRows = 8;  // 32 vector registers: up to 2 accumulators per row + temporaries
+};
+}  // namespace
+
+const KernelTable& kernels_avx512() {
+  static const KernelTable t = [] {
+    KernelTable k = make_x86_table<Avx512Tag>(Isa::avx512);
+    add_avx512_kernels<Avx512Tag>(k);
+    return k;
+  }();
+  return t;
+}
+
+}  // namespace qd::cpu

@@ -1,0 +1,238 @@
+// Scalar reference kernels: integer dot of one weight block with one Q8 activation block, the
+// float scale applied per block, blocks summed left to right. Written to be checked by reading;
+// every SIMD kernel is tested against these (tests/test_kernels.py).
+#include <cstring>
+
+#include "cpu/act_layout.h"
+#include "quant/blocks.h"
+#include "quant/fp16.h"
+#include "quant/quant_types.h"
+
+namespace qd::cpu {
+
+namespace {
+
+using namespace qd::quant;
+
+inline float h2f(half h) { return fp16_to_f32(h); }
+
+// ---- 32-element blocks against Q8_0 activations -------------------------------------------
+
+float dot_q4_0(const uint8_t* w, const uint8_t* a, int64_t cols) {
+  const block_q4_0* x = (const block_q4_0*)w;
+  const ActQ8_0 y = act_q8_0(a, cols);
+  float sum = 0.f;
+  for (int64_t b = 0; b < cols / 32; b++) {
+    const int8_t* q = y.qs + b * 32;
+    int isum = 0;
+    for (int j = 0; j < 16; j++) {
+      isum += ((x[b].qs[j] & 15) - 8) * q[j] + ((x[b].qs[j] >> 4) - 8) * q[j + 16];
+    }
+    sum += h2f(x[b].d) * y.d[b] * (float)isum;
+  }
+  return sum;
+}
+
+float dot_q4_1(const uint8_t* w, const uint8_t* a, int64_t cols) {
+  const block_q4_1* x = (const block_q4_1*)w;
+  const ActQ8_0 y = act_q8_0(a, cols);
+  float sum = 0.f;
+  for (int64_t b = 0; b < cols / 32; b++) {
+    const int8_t* q = y.qs + b * 32;
+    int isum = 0;
+    for (int j = 0; j < 16; j++) isum += (x[b].qs[j] & 15) * q[j] + (x[b].qs[j] >> 4) * q[j + 16];
+    // w = d * q + m, so sum w * x = d * dx * isum + m * (dx * sum qx) = ... + m * s
+    sum += h2f(x[b].d) * y.d[b] * (float)isum + h2f(x[b].m) * y.s[b];
+  }
+  return sum;
+}
+
+uint32_t load_u32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// The 5-bit value of element j (0..31) of a Q5 block, before any offset.
+int q5_value(const uint8_t* qs, uint32_t qh, int j) {
+  const int lo = j < 16 ? (qs[j] & 15) : (qs[j - 16] >> 4);
+  return lo | (int)(((qh >> j) & 1) << 4);
+}
+
+float dot_q5_0(const uint8_t* w, const uint8_t* a, int64_t cols) {
+  const block_q5_0* x = (const block_q5_0*)w;
+  const ActQ8_0 y = act_q8_0(a, cols);
+  float sum = 0.f;
+  for (int64_t b = 0; b < cols / 32; b++) {
+    const uint32_t qh = load_u32(x[b].qh);
+    int isum = 0;
+    for (int j = 0; j < 32; j++) isum += (q5_value(x[b].qs, qh, j) - 16) * y.qs[b * 32 + j];
+    sum += h2f(x[b].d) * y.d[b] * (float)isum;
+  }
+  return sum;
+}
+
+float dot_q5_1(const uint8_t* w, const uint8_t* a, int64_t cols) {
+  const block_q5_1* x = (const block_q5_1*)w;
+  const ActQ8_0 y = act_q8_0(a, cols);
+  float sum = 0.f;
+  for (int64_t b = 0; b < cols / 32; b++) {
+    const uint32_t qh = load_u32(x[b].qh);
+    int isum = 0;
+    for (int j = 0; j < 32; j++) isum += q5_value(x[b].qs, qh, j) * y.qs[b * 32 + j];
+    sum += h2f(x[b].d) * y.d[b] * (float)isum + h2f(x[b].m) * y.s[b];
+  }
+  return sum;
+}
+
+float dot_q8_0(const uint8_t* w, const uint8_t* a, int64_t cols) {
+  const block_q8_0* x = (const block_q8_0*)w;
+  const ActQ8_0 y = act_q8_0(a, cols);
+  float sum = 0.f;
+  for (int64_t b = 0; b < cols / 32; b++) {
+    int isum = 0;
+    for (int j = 0; j < 32; j++) isum += x[b].qs[j] * y.qs[b * 32 + j];
+    sum += h2f(x[b].d) * y.d[b] * (float)isum;
+  }
+  return sum;
+}
+
+float dot_iq4_nl(const uint8_t* w, const uint8_t* a, int64_t cols) {
+  const block_iq4_nl* x = (const block_iq4_nl*)w;
+  const ActQ8_0 y = act_q8_0(a, cols);
+  float sum = 0.f;
+  for (int64_t b = 0; b < cols / 32; b++) {
+    const int8_t* q = y.qs + b * 32;
+    int isum = 0;
+    for (int j = 0; j < 16; j++) {
+      isum += kvalues_iq4nl[x[b].qs[j] & 15] * q[j] + kvalues_iq4nl[x[b].qs[j] >> 4] * q[j + 16];
+    }
+    sum += h2f(x[b].d) * y.d[b] * (float)isum;
+  }
+  return sum;
+}
+
+// ---- K-quants against Q8_K activations ------------------------------------------------------
+
+// 6-bit scale and min of sub-block j (0..7) of a Q4_K/Q5_K super-block (ggml get_scale_min_k4).
+void scale_min_k4(int j, const uint8_t* q, int* sc, int* m) {
+  if (j < 4) {
+    *sc = q[j] & 63;
+    *m = q[j + 4] & 63;
+  } else {
+    *sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+    *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+  }
+}
+
+float dot_q4_K(const uint8_t* w, const uint8_t* a, int64_t cols) {
+  const block_q4_K* x = (const block_q4_K*)w;
+  const ActQ8_K y = act_q8_K(a, cols);
+  float sum = 0.f;
+  for (int64_t b = 0; b < cols / 256; b++) {
+    const int8_t* q = y.qs + b * 256;
+    int isum = 0, msum = 0;  // sum_s sc_s * (q4 . x)_s  and  sum_s m_s * (sum x)_s
+    for (int s = 0; s < 8; s++) {
+      int sc, m;
+      scale_min_k4(s, x[b].scales, &sc, &m);
+      // sub-block s: nibble (s & 1) of qs[32 * (s / 2) .. + 32]
+      const uint8_t* qs = x[b].qs + 32 * (s / 2);
+      int dot = 0;
+      for (int l = 0; l < 32; l++) dot += ((s & 1) ? (qs[l] >> 4) : (qs[l] & 15)) * q[32 * s + l];
+      isum += sc * dot;
+      msum += m * (y.bsums[b * 16 + 2 * s] + y.bsums[b * 16 + 2 * s + 1]);
+    }
+    // w = d * sc * q - dmin * m
+    sum += y.d[b] * (h2f(x[b].d) * (float)isum - h2f(x[b].dmin) * (float)msum);
+  }
+  return sum;
+}
+
+float dot_q6_K(const uint8_t* w, const uint8_t* a, int64_t cols) {
+  const block_q6_K* x = (const block_q6_K*)w;
+  const ActQ8_K y = act_q8_K(a, cols);
+  float sum = 0.f;
+  for (int64_t b = 0; b < cols / 256; b++) {
+    const int8_t* q = y.qs + b * 256;
+    int isum = 0;
+    for (int half_ = 0; half_ < 2; half_++) {  // two halves of 128 elements
+      const uint8_t* ql = x[b].ql + 64 * half_;
+      const uint8_t* qh = x[b].qh + 32 * half_;
+      const int8_t* sc = x[b].scales + 8 * half_;
+      const int8_t* qq = q + 128 * half_;
+      for (int l = 0; l < 32; l++) {
+        const int is = l / 16;
+        const int q1 = ((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32;
+        const int q2 = ((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32;
+        const int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+        const int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+        isum += sc[is + 0] * q1 * qq[l] + sc[is + 2] * q2 * qq[l + 32] + sc[is + 4] * q3 * qq[l + 64] +
+                sc[is + 6] * q4 * qq[l + 96];
+      }
+    }
+    sum += h2f(x[b].d) * y.d[b] * (float)isum;
+  }
+  return sum;
+}
+
+// ---- float weights against f32 activations -------------------------------------------------
+
+// Eight partial sums in a fixed order, then a fixed pairwise reduction.
+float dot_f32_acts(const float* w, const float* x, int64_t n) {
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  for (int64_t i = 0; i < n; i++) acc[i & 7] += w[i] * x[i];
+  return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+}
+
+float dot_f32(const uint8_t* w, const uint8_t* a, int64_t cols) {
+  return dot_f32_acts((const float*)w, (const float*)a, cols);
+}
+
+float dot_f16(const uint8_t* w, const uint8_t* a, int64_t cols) {
+  const float* x = (const float*)a;
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  for (int64_t i = 0; i < cols; i++) {
+    half h;
+    std::memcpy(&h, w + 2 * i, 2);
+    acc[i & 7] += h2f(h) * x[i];
+  }
+  return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+}
+
+using DotFn = float (*)(const uint8_t* w, const uint8_t* a, int64_t cols);
+
+// Row by row, activation by activation: the order of one (i, r) never depends on n.
+template <DotFn Dot>
+void gemm_rows(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t act_stride, int64_t n,
+               float* y, int64_t ldy) {
+  for (int64_t r = r0; r < r1; r++) {
+    const uint8_t* wr = w.data + (size_t)r * w.row_bytes;
+    for (int64_t i = 0; i < n; i++) y[i * ldy + r] = Dot(wr, act + (size_t)i * act_stride, w.cols);
+  }
+}
+
+KernelTable make_table() {
+  KernelTable t;
+  t.isa = Isa::scalar;
+  auto set = [&](Type type, GemmRowsFn fn, ActFormat act) { t.gemm[(uint32_t)type] = {fn, act}; };
+  set(Type::F32, gemm_rows<dot_f32>, ActFormat::f32);
+  set(Type::F16, gemm_rows<dot_f16>, ActFormat::f32);
+  set(Type::Q4_0, gemm_rows<dot_q4_0>, ActFormat::q8_0);
+  set(Type::Q4_1, gemm_rows<dot_q4_1>, ActFormat::q8_0);
+  set(Type::Q5_0, gemm_rows<dot_q5_0>, ActFormat::q8_0);
+  set(Type::Q5_1, gemm_rows<dot_q5_1>, ActFormat::q8_0);
+  set(Type::Q8_0, gemm_rows<dot_q8_0>, ActFormat::q8_0);
+  set(Type::IQ4_NL, gemm_rows<dot_iq4_nl>, ActFormat::q8_0);
+  set(Type::Q4_K, gemm_rows<dot_q4_K>, ActFormat::q8_K);
+  set(Type::Q6_K, gemm_rows<dot_q6_K>, ActFormat::q8_K);
+  return t;
+}
+
+}  // namespace
+
+const KernelTable& kernels_scalar() {
+  static const KernelTable t = make_table();
+  return t;
+}
+
+}  // namespace qd::cpu

@@ -1,0 +1,135 @@
+// matmul(): picks the ISA's kernel for the weight type, quantizes the activations once (one row
+// at a time), and splits the weight rows across the thread pool. Types without a quantized kernel
+// fall back to "dequantize a weight row, f32 dot" (dequantize_row below).
+#include "cpu/matmul.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "cpu/act_layout.h"
+#include "cpu/kernels.h"
+#include "quant/quant_types.h"
+
+namespace qd::cpu {
+
+namespace {
+
+const quant::TypeTraits& traits_or_throw(uint32_t type) {
+  const quant::TypeTraits* t = quant::type_traits(type);
+  if (!t) throw UnsupportedError("matmul: unknown GGML type id " + std::to_string(type));
+  return *t;
+}
+
+// Same fixed order as the scalar f32 kernel: 8 partial sums, then a fixed pairwise reduction.
+float dot_f32(const float* a, const float* b, int64_t n) {
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  for (int64_t i = 0; i < n; i++) acc[i & 7] += a[i] * b[i];
+  return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+}
+
+// Fallback for types without an integer kernel: dequantize each weight row once, dot it with
+// every (f32) activation row.
+void gemm_dequant(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t act_stride, int64_t n,
+                  float* y, int64_t ldy) {
+  const quant::TypeTraits& t = traits_or_throw(w.type);
+  thread_local std::vector<float> row;
+  row.resize((size_t)w.cols);
+  for (int64_t r = r0; r < r1; r++) {
+    t.to_float(w.data + (size_t)r * w.row_bytes, row.data(), w.cols);
+    for (int64_t i = 0; i < n; i++) {
+      y[i * ldy + r] = dot_f32(row.data(), (const float*)(act + (size_t)i * act_stride), w.cols);
+    }
+  }
+}
+
+GemmKernel find_kernel(const KernelTable& table, const Matrix& w) {
+  const quant::TypeTraits& t = traits_or_throw(w.type);
+  if (w.type < kMaxTypeId && table.gemm[w.type].fn) return table.gemm[w.type];
+  if (w.type < kMaxTypeId && kernels_scalar().gemm[w.type].fn) return kernels_scalar().gemm[w.type];
+  if (t.to_float) return {gemm_dequant, ActFormat::f32};
+  throw UnsupportedError(std::string("matmul: weight type ") + t.name + " is not supported");
+}
+
+void check_shape(const Matrix& w) {
+  const quant::TypeTraits& t = traits_or_throw(w.type);
+  if (!w.data || w.rows <= 0 || w.cols <= 0 || w.cols % t.block_size != 0 ||
+      w.row_bytes < (size_t)(w.cols / t.block_size * t.type_size)) {
+    throw ArgError(std::string("matmul: bad ") + t.name + " matrix " + std::to_string(w.rows) + "x" +
+                   std::to_string(w.cols) + " (cols must be a multiple of " + std::to_string(t.block_size) +
+                   ", row_bytes " + std::to_string(w.row_bytes) + ")");
+  }
+}
+
+// Rows per task: enough tasks to balance the threads, and few enough bytes per task that the
+// kernels' repeated passes over the task's weights (one per tile of activation rows) hit L2.
+int64_t rows_per_task(const Matrix& w, int n_threads) {
+  const int64_t by_balance = (w.rows + 4 * n_threads - 1) / (4 * n_threads);
+  const int64_t by_cache = std::max<int64_t>(1, (int64_t)((256 << 10) / std::max<size_t>(w.row_bytes, 1)));
+  int64_t rows = std::max<int64_t>(1, std::min(by_balance, by_cache));
+  if (rows > 4) rows = (rows + 3) / 4 * 4;
+  return rows;
+}
+
+// Per-calling-thread scratch for the quantized activations, 64-byte aligned; grows, never shrinks.
+uint8_t* act_scratch(size_t bytes) {
+  thread_local std::vector<uint8_t> buf;
+  if (buf.size() < bytes + 64) buf.resize(bytes + 64);
+  const uintptr_t p = (uintptr_t)buf.data();
+  return (uint8_t*)((p + 63) & ~(uintptr_t)63);
+}
+
+}  // namespace
+
+const KernelTable& kernel_table(Isa isa) {
+  if (!isa_available(isa)) throw ArgError(std::string("ISA ") + isa_name(isa) + " is not available on this CPU/build");
+  switch (isa) {
+#ifdef QD_HAVE_AVX2_KERNELS
+    case Isa::avx2: return kernels_avx2();
+#endif
+#ifdef QD_HAVE_AVX512_KERNELS
+    case Isa::avx512: return kernels_avx512();
+#endif
+    default: return kernels_scalar();
+  }
+}
+
+void dequantize_row(const Matrix& w, int64_t r, float* dst) {
+  const quant::TypeTraits& t = traits_or_throw(w.type);
+  if (!t.to_float) throw UnsupportedError(std::string("dequantize_row: unsupported weight type ") + t.name);
+  t.to_float(w.data + (size_t)r * w.row_bytes, dst, w.cols);
+}
+
+void matmul(const Matrix& w, const float* x, int64_t n, float* y, ThreadPool& pool, Isa isa) {
+  check_shape(w);
+  if (n <= 0) return;
+  const GemmKernel k = find_kernel(kernel_table(isa), w);
+
+  const uint8_t* act = (const uint8_t*)x;
+  size_t stride = (size_t)w.cols * sizeof(float);
+  if (k.act != ActFormat::f32) {
+    stride = act_row_bytes(k.act, w.cols);
+    uint8_t* q = act_scratch(stride * (size_t)n);
+    auto quantize = [&](int i) { quantize_act_row(k.act, x + (size_t)i * w.cols, w.cols, q + (size_t)i * stride); };
+    if (n == 1) {
+      quantize(0);
+    } else {
+      pool.run((int)n, quantize);
+    }
+    act = q;
+  }
+
+  const int64_t chunk = rows_per_task(w, pool.size());
+  const int64_t n_tasks = (w.rows + chunk - 1) / chunk;
+  pool.run((int)n_tasks, [&](int task) {
+    const int64_t r0 = task * chunk, r1 = std::min(w.rows, r0 + chunk);
+    k.fn(w, r0, r1, act, stride, n, y, w.rows);
+  });
+}
+
+void matmul(const Matrix& w, const float* x, int64_t n, float* y, ThreadPool& pool) {
+  matmul(w, x, n, y, pool, active_isa());
+}
+
+}  // namespace qd::cpu

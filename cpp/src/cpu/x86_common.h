@@ -1,0 +1,70 @@
+// Helpers shared by the x86 kernel files (kernels_isa_avx2.cpp, kernels_isa_avx512.cpp).
+//
+// Include only from an *_isa_*.cpp file, after <immintrin.h>. Everything is in an anonymous
+// namespace on purpose: each ISA file gets its own copy compiled with its own flags, and the
+// linker can never hand the AVX-512 copy of a helper to the AVX2 kernels (or to a CPU without it).
+// The ISA "tag" passed to the templates says what the file may use:
+//   struct Tag { static constexpr bool kVnni; static constexpr int kMaxRows; };
+// kVnni: AVX512-VL VNNI dot products on 256-bit vectors; kMaxRows: activation rows per tile.
+#pragma once
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+namespace qd::cpu {
+namespace {
+
+inline float h2f(uint16_t h) { return _cvtsh_ss(h); }  // exact
+
+inline float load_h2f(const uint16_t& h) { return _cvtsh_ss(h); }
+
+// Fixed-order horizontal sum (the same on every call, so results are reproducible).
+inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+inline float hsum128(__m128 s) {
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// Sum of a[k] * b[k] over each group of 4 bytes: u8 x s8 -> 8 x int32. Exact on both paths as
+// long as a pair of products fits int16 (|a| <= 128, |b| <= 127 here).
+template <bool Vnni>
+inline __m256i dot_u8s8(__m256i a, __m256i b) {
+  if constexpr (Vnni) {
+    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), a, b);
+  } else {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), _mm256_set1_epi16(1));
+  }
+}
+
+// Calls f(std::integral_constant<int, R>) for the R == m, R in [Lo, Max]: turns a run-time row
+// count into a compile-time tile height.
+template <int Lo, int Max, class F>
+inline void with_rows(int m, F&& f) {
+  if constexpr (Lo <= Max) {
+    if (m == Lo) {
+      f(std::integral_constant<int, Lo>{});
+      return;
+    }
+    with_rows<Lo + 1, Max>(m, f);
+  }
+}
+
+// Splits the n activation rows into tiles of at most Tag::kMaxRows and runs Tile<R> on each. A
+// tile computes every (row, column) pair in the same order whatever its height R.
+template <class Tag, class TileFn>
+inline void for_each_tile(int64_t n, TileFn&& tile) {
+  for (int64_t i0 = 0; i0 < n; i0 += Tag::kMaxRows) {
+    const int m = (int)(n - i0 < Tag::kMaxRows ? n - i0 : Tag::kMaxRows);
+    with_rows<1, Tag::kMaxRows>(m, [&](auto rc) { tile(rc, i0); });
+  }
+}
+
+}  // namespace
+}  // namespace qd::cpu

@@ -1,0 +1,143 @@
+// x86 kernels for the 32-element block types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL) against Q8_0
+// activations. Each weight block is unpacked ONCE into 32 bytes and applied to all R activation
+// rows of the tile (the skinny GEMM of speculative verification).
+//
+// Per (row, column) order, identical for every tile height R: integer dot of each block, scaled
+// and added into one of two float accumulators (even blocks / odd blocks, two chains hide the FMA
+// latency when R = 1), then acc_even + acc_odd summed horizontally in a fixed order, plus the
+// scalar "min" term for the unsigned types. Include rules: see x86_common.h.
+#pragma once
+#include "cpu/act_layout.h"
+#include "cpu/x86_common.h"
+#include "quant/blocks.h"
+
+namespace qd::cpu {
+namespace {
+
+// 16 bytes of packed nibbles -> 32 bytes: low nibbles first (elements 0..15), then high nibbles.
+inline __m256i unpack_nibbles(const uint8_t* qs) {
+  const __m128i t = _mm_loadu_si128((const __m128i*)qs);
+  return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(t, 4), t), _mm256_set1_epi8(15));
+}
+
+// Bit j of the 32-bit little-endian field -> byte j = 0xFF if set, else 0 (ggml bytes_from_bits_32).
+inline __m256i bytes_from_bits_32(const uint8_t* x) {
+  uint32_t x32;
+  std::memcpy(&x32, x, 4);
+  const __m256i shuf = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
+  __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32((int)x32), shuf);
+  bytes = _mm256_or_si256(bytes, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));
+  return _mm256_cmpeq_epi8(bytes, _mm256_set1_epi64x(-1));
+}
+
+// A weight format: block type, unpack to 32 int8 (signed) or uint8 (unsigned + min term).
+struct WQ4_0 {
+  using block = quant::block_q4_0;
+  static constexpr bool kSigned = true;
+  static __m256i unpack(const block& b) { return _mm256_sub_epi8(unpack_nibbles(b.qs), _mm256_set1_epi8(8)); }
+  static float m(const block&) { return 0.f; }
+};
+
+struct WQ4_1 {
+  using block = quant::block_q4_1;
+  static constexpr bool kSigned = false;
+  static __m256i unpack(const block& b) { return unpack_nibbles(b.qs); }
+  static float m(const block& b) { return h2f(b.m); }
+};
+
+struct WQ5_0 {
+  using block = quant::block_q5_0;
+  static constexpr bool kSigned = true;
+  // (q | h << 4) - 16 == q | (h ? 0 : 0xF0) as int8
+  static __m256i unpack(const block& b) {
+    const __m256i hi = _mm256_andnot_si256(bytes_from_bits_32(b.qh), _mm256_set1_epi8((char)0xF0));
+    return _mm256_or_si256(unpack_nibbles(b.qs), hi);
+  }
+  static float m(const block&) { return 0.f; }
+};
+
+struct WQ5_1 {
+  using block = quant::block_q5_1;
+  static constexpr bool kSigned = false;
+  static __m256i unpack(const block& b) {
+    const __m256i hi = _mm256_and_si256(bytes_from_bits_32(b.qh), _mm256_set1_epi8(0x10));
+    return _mm256_or_si256(unpack_nibbles(b.qs), hi);
+  }
+  static float m(const block& b) { return h2f(b.m); }
+};
+
+struct WQ8_0 {
+  using block = quant::block_q8_0;
+  static constexpr bool kSigned = true;
+  static __m256i unpack(const block& b) { return _mm256_loadu_si256((const __m256i*)b.qs); }
+  static float m(const block&) { return 0.f; }
+};
+
+struct WIQ4_NL {
+  using block = quant::block_iq4_nl;
+  static constexpr bool kSigned = true;
+  static __m256i unpack(const block& b) {
+    const __m256i lut = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i*)quant::kvalues_iq4nl));
+    return _mm256_shuffle_epi8(lut, unpack_nibbles(b.qs));
+  }
+  static float m(const block&) { return 0.f; }
+};
+
+// One block b of one weight row into the R rows' accumulators.
+template <class Tag, class W, int R>
+inline void q32_block(const typename W::block& blk, int64_t b, const ActQ8_0* x, __m256* acc, float* summ) {
+  const __m256i q = W::unpack(blk);
+  const float dw = h2f(blk.d);
+  if constexpr (W::kSigned) {
+    // u8 x s8 dot products need an unsigned operand: |q| against x with q's sign.
+    const __m256i aq = _mm256_sign_epi8(q, q);
+    for (int j = 0; j < R; j++) {
+      const __m256i xv = _mm256_loadu_si256((const __m256i*)(x[j].qs + 32 * b));
+      const __m256i p = dot_u8s8<Tag::kVnni>(aq, _mm256_sign_epi8(xv, q));
+      acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(dw * x[j].d[b]), _mm256_cvtepi32_ps(p), acc[j]);
+    }
+  } else {
+    const float mw = W::m(blk);
+    for (int j = 0; j < R; j++) {
+      const __m256i xv = _mm256_loadu_si256((const __m256i*)(x[j].qs + 32 * b));
+      const __m256i p = dot_u8s8<Tag::kVnni>(q, xv);
+      acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(dw * x[j].d[b]), _mm256_cvtepi32_ps(p), acc[j]);
+      summ[j] += mw * x[j].s[b];
+    }
+  }
+}
+
+template <class Tag, class W, int R>
+void q32_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
+  const int64_t nb = w.cols / 32;
+  ActQ8_0 x[R];
+  for (int j = 0; j < R; j++) x[j] = act_q8_0(act + (size_t)j * stride, w.cols);
+  for (int64_t r = r0; r < r1; r++) {
+    const typename W::block* wb = (const typename W::block*)(w.data + (size_t)r * w.row_bytes);
+    __m256 acc0[R], acc1[R];
+    float summ[R];
+    for (int j = 0; j < R; j++) {
+      acc0[j] = _mm256_setzero_ps();
+      acc1[j] = _mm256_setzero_ps();
+      summ[j] = 0.f;
+    }
+    int64_t b = 0;
+    for (; b + 2 <= nb; b += 2) {
+      q32_block<Tag, W, R>(wb[b], b, x, acc0, summ);
+      q32_block<Tag, W, R>(wb[b + 1], b + 1, x, acc1, summ);
+    }
+    if (b < nb) q32_block<Tag, W, R>(wb[b], b, x, acc0, summ);
+    for (int j = 0; j < R; j++) y[j * ldy + r] = hsum(_mm256_add_ps(acc0[j], acc1[j])) + summ[j];
+  }
+}
+
+template <class Tag, class W>
+void q32_gemm(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t stride, int64_t n, float* y,
+              int64_t ldy) {
+  for_each_tile<Tag>(n, [&](auto rc, int64_t i0) {
+    q32_tile<Tag, W, decltype(rc)::value>(w, r0, r1, act + (size_t)i0 * stride, stride, y + i0 * ldy, ldy);
+  });
+}
+
+}  // namespace
+}  // namespace qd::cpu

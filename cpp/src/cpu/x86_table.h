@@ -1,0 +1,29 @@
+// The kernel table of one x86 ISA file. Include rules: see x86_common.h.
+#pragma once
+#include "cpu/kernels.h"
+#include "cpu/x86_kquants.h"
+#include "cpu/x86_q32.h"
+#include "quant/quant_types.h"
+
+namespace qd::cpu {
+namespace {
+
+template <class Tag>
+KernelTable make_x86_table(Isa isa) {
+  using quant::Type;
+  KernelTable t;
+  t.isa = isa;
+  auto set = [&](Type type, GemmRowsFn fn, ActFormat act) { t.gemm[(uint32_t)type] = {fn, act}; };
+  set(Type::Q4_0, q32_gemm<Tag, WQ4_0>, ActFormat::q8_0);
+  set(Type::Q4_1, q32_gemm<Tag, WQ4_1>, ActFormat::q8_0);
+  set(Type::Q5_0, q32_gemm<Tag, WQ5_0>, ActFormat::q8_0);
+  set(Type::Q5_1, q32_gemm<Tag, WQ5_1>, ActFormat::q8_0);
+  set(Type::Q8_0, q32_gemm<Tag, WQ8_0>, ActFormat::q8_0);
+  set(Type::IQ4_NL, q32_gemm<Tag, WIQ4_NL>, ActFormat::q8_0);
+  set(Type::Q4_K, q4k_gemm<Tag>, ActFormat::q8_K);
+  set(Type::Q6_K, q6k_gemm<Tag>, ActFormat::q8_K);
+  return t;
+}
+
+}  // namespace
+}  // namespace qd::cpu

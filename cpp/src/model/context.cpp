@@ -1,0 +1,203 @@
+// Context: the KV cache, scratch buffers and thread pool of one sequence over a shared Model,
+// and the forward pass that runs the family's layers over micro-batches of the input.
+#include <algorithm>
+#include <cmath>
+
+#include "common/checked.h"
+#include "common/error.h"
+#include "common/thread_pool.h"
+#include "model/kv_cache.h"
+#include "model/ops.h"
+#include "model/transformer.h"
+
+namespace qd {
+
+namespace {
+
+// Longer inputs are processed in micro-batches of this many rows. Results do not depend on the
+// split (batch invariance), so this only bounds the scratch memory.
+constexpr int kMaxUbatch = 128;
+
+// Angular frequency of every rotated pair: freq_scale * base^(-2i/n_rot) / factor[i].
+std::vector<double> rope_inv_freq(int n_rot, double base, double freq_scale, const float* factors) {
+  std::vector<double> f((size_t)n_rot / 2);
+  for (int i = 0; i < n_rot / 2; i++) {
+    f[(size_t)i] = freq_scale * std::pow(base, -2.0 * i / n_rot) / (factors ? (double)factors[i] : 1.0);
+  }
+  return f;
+}
+
+const model::TransformerModel& as_transformer(const std::shared_ptr<const Model>& m) {
+  if (!m) throw ArgError("Context: model is null");
+  const auto* t = dynamic_cast<const model::TransformerModel*>(m.get());
+  if (!t) throw ArgError("Context: model was not created by Model::load");
+  return *t;
+}
+
+void check_kv_size(const Hparams& hp, int n_ctx) {
+  uint64_t n = 0;
+  if (!checked_mul((uint64_t)hp.n_layer, (uint64_t)n_ctx, &n) ||
+      !checked_mul(n, (uint64_t)hp.n_head_kv * (uint64_t)hp.head_dim, &n) || n > (SIZE_MAX >> 3)) {
+    throw ArgError("Context: n_ctx " + std::to_string(n_ctx) + " is too large for this model's KV cache");
+  }
+}
+
+}  // namespace
+
+struct Context::Impl {
+  const model::TransformerModel& m;
+  const Hparams& hp;
+  ThreadPool pool;
+  KvCache kv;
+  std::vector<int> kv_valid;    // [n_layer]: positions whose keys/values this layer holds
+  std::vector<uint8_t> skip;    // [n_layer]: 1 when the layer is skipped
+  std::vector<double> freq_global, freq_swa;
+  bool any_swa = false;
+
+  int cap = 0;  // rows the scratch below holds
+  std::vector<float> x, xn, tmp, q, k, v, att, gate, up;
+  std::vector<float> cos_g, sin_g, cos_s, sin_s;  // [cap][n_rot / 2]
+
+  Impl(const model::TransformerModel& model, int n_ctx, int n_threads)
+      : m(model),
+        hp(model.hparams()),
+        pool(n_threads),
+        kv(hp.n_layer, n_ctx, hp.n_head_kv * hp.head_dim),
+        kv_valid((size_t)hp.n_layer, 0),
+        skip((size_t)hp.n_layer, 0) {
+    const float* factors = m.weights().rope_freqs;
+    freq_global = rope_inv_freq(hp.n_rot, hp.rope_base, hp.rope_freq_scale, factors);
+    freq_swa = rope_inv_freq(hp.n_rot, hp.rope_base_swa, 1.0, factors);
+    any_swa = std::any_of(hp.swa_layers.begin(), hp.swa_layers.end(), [](uint8_t s) { return s != 0; });
+  }
+
+  // Grows the scratch to hold `rows` rows; happens once per new maximum, not per token.
+  void reserve(int rows) {
+    if (rows <= cap) return;
+    cap = rows;
+    const size_t E = hp.n_embd, Q = (size_t)hp.n_head * hp.head_dim, KV = (size_t)hp.n_head_kv * hp.head_dim;
+    const size_t F = hp.n_ff, R = (size_t)hp.n_rot / 2, n = (size_t)rows;
+    for (auto* b : {&x, &xn, &tmp}) b->resize(n * E);
+    for (auto* b : {&q, &att}) b->resize(n * Q);
+    for (auto* b : {&k, &v}) b->resize(n * KV);
+    for (auto* b : {&gate, &up}) b->resize(n * F);
+    for (auto* b : {&cos_g, &sin_g, &cos_s, &sin_s}) b->resize(n * R);
+  }
+
+  static void rope_rows(const std::vector<double>& freq, int pos0, int n, float* c, float* s) {
+    const size_t R = freq.size();
+    for (int i = 0; i < n; i++) {
+      for (size_t j = 0; j < R; j++) {
+        const double a = (double)(pos0 + i) * freq[j];
+        c[i * R + j] = (float)std::cos(a);
+        s[i * R + j] = (float)std::sin(a);
+      }
+    }
+  }
+
+  // Runs the layers over n rows at positions pos0..; leaves the final hidden states in x.
+  void forward(const int32_t* tokens, int n, int pos0) {
+    const model::Weights& w = m.weights();
+    const size_t E = hp.n_embd;
+    for (int i = 0; i < n; i++) cpu::dequantize_row(w.token_embd, tokens[i], x.data() + i * E);
+    if (hp.embd_scale != 1.0f) model::scale(x.data(), hp.embd_scale, (int64_t)n * hp.n_embd);
+
+    model::Step s(hp, pool, kv);
+    s.n = n;
+    s.pos0 = pos0;
+    s.x = x.data(), s.xn = xn.data(), s.tmp = tmp.data();
+    s.q = q.data(), s.k = k.data(), s.v = v.data(), s.att = att.data();
+    s.gate = gate.data(), s.up = up.data();
+    rope_rows(freq_global, pos0, n, cos_g.data(), sin_g.data());
+    s.rope_global = {cos_g.data(), sin_g.data()};
+    if (any_swa) {
+      rope_rows(freq_swa, pos0, n, cos_s.data(), sin_s.data());
+      s.rope_swa = {cos_s.data(), sin_s.data()};
+    }
+    for (int il = 0; il < hp.n_layer; il++) {
+      if (skip[(size_t)il]) continue;
+      m.layer(s, il);
+      kv_valid[(size_t)il] = pos0 + n;
+    }
+  }
+
+  // Final norm and output layer for `rows` rows of x starting at row r0, into logits.
+  void output(int r0, int rows, float* logits) {
+    const model::Weights& w = m.weights();
+    const size_t E = hp.n_embd;
+    model::rmsnorm(x.data() + r0 * E, w.output_norm, rows, hp.n_embd, hp.rms_eps, xn.data());
+    cpu::matmul(w.output, xn.data(), rows, logits, pool);
+    if (hp.logit_softcap > 0.0f) model::softcap(logits, hp.logit_softcap, (int64_t)rows * hp.n_vocab);
+  }
+};
+
+Context::Context(std::shared_ptr<const Model> model, int n_ctx, int n_threads) : model_(std::move(model)) {
+  const model::TransformerModel& m = as_transformer(model_);
+  if (n_ctx < 1) throw ArgError("Context: n_ctx must be at least 1, got " + std::to_string(n_ctx));
+  check_kv_size(m.hparams(), n_ctx);  // throws before allocating when it would overflow
+  n_ctx_ = n_ctx;
+  impl_ = std::make_unique<Impl>(m, n_ctx, n_threads);
+}
+
+Context::~Context() = default;
+
+int Context::n_threads() const { return impl_->pool.size(); }
+
+void Context::eval(const int32_t* tokens, int n, float* logits, bool last_only) {
+  if (n <= 0) throw ArgError("eval: no tokens to evaluate");
+  if (!tokens) throw ArgError("eval: tokens is null");
+  if (n > n_ctx_ - n_past_) {
+    throw ArgError("eval: " + std::to_string(n) + " tokens after n_past " + std::to_string(n_past_) +
+                   " exceed n_ctx " + std::to_string(n_ctx_) + "; truncate() or use a context with a larger n_ctx");
+  }
+  const int V = model_->n_vocab();
+  for (int i = 0; i < n; i++) {
+    if (tokens[i] < 0 || tokens[i] >= V) {
+      throw ArgError("eval: token id " + std::to_string(tokens[i]) + " at index " + std::to_string(i) +
+                     " is outside the vocabulary [0, " + std::to_string(V) + ")");
+    }
+  }
+  for (int il = 0; il < model_->n_layer(); il++) {
+    if (!impl_->skip[(size_t)il] && impl_->kv_valid[(size_t)il] < n_past_) {
+      throw ArgError("eval: layer " + std::to_string(il) + " holds no KV for earlier positions (it was skipped); " +
+                     "reset() after un-skipping layers");
+    }
+  }
+  impl_->reserve(std::min(n, kMaxUbatch));
+  for (int done = 0; done < n;) {
+    const int m = std::min(kMaxUbatch, n - done);
+    impl_->forward(tokens + done, m, n_past_);
+    n_past_ += m;
+    done += m;
+    if (!logits) continue;
+    if (!last_only) {
+      impl_->output(0, m, logits + (size_t)(done - m) * V);
+    } else if (done == n) {
+      impl_->output(m - 1, 1, logits);
+    }
+  }
+}
+
+void Context::truncate(int n_past) {
+  if (n_past < 0 || n_past > n_past_) {
+    throw ArgError("truncate: n_past " + std::to_string(n_past) + " is outside [0, " + std::to_string(n_past_) + "]");
+  }
+  n_past_ = n_past;
+  for (int& v : impl_->kv_valid) v = std::min(v, n_past);
+}
+
+void Context::set_skip_layers(std::vector<int> layers) {
+  const int L = model_->n_layer();
+  for (int il : layers) {
+    if (il < 0 || il >= L) {
+      throw ArgError("set_skip_layers: layer " + std::to_string(il) + " is outside [0, " + std::to_string(L) + ")");
+    }
+  }
+  std::sort(layers.begin(), layers.end());
+  layers.erase(std::unique(layers.begin(), layers.end()), layers.end());
+  std::fill(impl_->skip.begin(), impl_->skip.end(), 0);
+  for (int il : layers) impl_->skip[(size_t)il] = 1;
+  skip_layers_ = std::move(layers);
+}
+
+}  // namespace qd

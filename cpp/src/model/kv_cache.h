@@ -1,0 +1,46 @@
+// The KV cache of one context: keys and values of every layer and position, stored in F16.
+// Positions past n_past are stale and simply overwritten later, so truncation is free.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "common/thread_pool.h"
+
+namespace qd {
+
+class KvCache {
+ public:
+  KvCache(int n_layer, int n_ctx, int kv_dim);
+
+  int n_ctx() const { return n_ctx_; }
+  int kv_dim() const { return kv_dim_; }
+  size_t bytes() const { return (k_.size() + v_.size()) * sizeof(uint16_t); }
+
+  // Writes n rows of keys and values ([n][kv_dim] floats) at positions pos0..pos0+n-1.
+  void store(int il, int pos0, int n, const float* k, const float* v);
+
+  const uint16_t* k(int il, int pos) const { return k_.data() + offset(il, pos); }
+  const uint16_t* v(int il, int pos) const { return v_.data() + offset(il, pos); }
+
+ private:
+  size_t offset(int il, int pos) const { return ((size_t)il * n_ctx_ + (size_t)pos) * kv_dim_; }
+
+  int n_layer_, n_ctx_, kv_dim_;
+  std::vector<uint16_t> k_;  // [n_layer][n_ctx][n_head_kv * head_dim]
+  std::vector<uint16_t> v_;  // [n_layer][n_ctx][n_head_kv * head_dim]
+};
+
+struct AttentionShape {
+  int n_head = 0, n_head_kv = 0, head_dim = 0;
+  float scale = 1.0f;  // multiplies q.k
+  int window = 0;      // > 0: a query at p sees keys p-window+1..p only (sliding window)
+};
+
+// Causal attention of n query rows at positions pos0.. against layer il of the cache (which
+// already holds those rows' keys and values). q, out: [n][n_head * head_dim].
+// Each (row, head) reduces over its keys in position order: the result does not depend on n
+// or on the thread count.
+void attention(const KvCache& kv, int il, const float* q, int n, int pos0, const AttentionShape& shape, float* out,
+               ThreadPool& pool);
+
+}  // namespace qd

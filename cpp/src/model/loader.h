@@ -1,0 +1,59 @@
+// Reading a family's hyperparameters and weights out of a validated GGUF file, with errors that
+// name the file, the key or tensor, and what was expected.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "model/transformer.h"
+
+namespace qd::model {
+
+// Optional per-layer tensors a family asks for (the rest are required by every family).
+struct LayerParts {
+  bool qkv_bias = false;    // blk.N.attn_{q,k,v}.bias
+  bool qk_norm = false;     // blk.N.attn_{q,k}_norm.weight
+  bool post_norms = false;  // blk.N.post_attention_norm.weight, blk.N.post_ffw_norm.weight
+};
+
+class Loader {
+ public:
+  Loader(const gguf::File& file, TransformerModel& model) : f_(file), m_(model) {}
+
+  const gguf::File& file() const { return f_; }
+  Hparams& hp() { return m_.hp_; }
+  Weights& w() { return m_.w_; }
+
+  // Metadata "<arch>.<key>": nullopt when absent, GGUFError when present with another type.
+  std::optional<int64_t> int_key(const std::string& key) const;
+  std::optional<double> float_key(const std::string& key) const;
+  std::optional<std::string> str_key(const std::string& key) const;
+  // An integer key in [lo, hi]; `def` when absent (GGUFError when absent and no default).
+  int int_in(const std::string& key, std::optional<int64_t> def, int64_t lo, int64_t hi) const;
+  // A finite float key in [lo, hi]; `def` when absent.
+  float float_in(const std::string& key, double def, double lo, double hi) const;
+
+  bool has_tensor(const std::string& name) const { return f_.find_tensor(name) != nullptr; }
+  // A 2-D weight of shape [rows][cols] (GGUF ne = {cols, rows}) of a type we can compute with.
+  cpu::Matrix matrix(const std::string& name, int64_t cols, int64_t rows) const;
+  // A 1-D vector of n floats, converted to F32 (into model-owned storage) when stored otherwise.
+  const float* vector(const std::string& name, int64_t n);
+
+  [[noreturn]] void fail(const std::string& what) const;          // GGUFError "<path>: what"
+  [[noreturn]] void unsupported(const std::string& what) const;   // UnsupportedError "<path>: what"
+
+  // The keys every family shares (embedding_length, block_count, head counts, rope, ...).
+  void read_common_hparams();
+  // token_embd, output_norm, output (tied to token_embd when absent), rope_freqs, and every
+  // layer's norms, projections and feed-forward, plus the optional parts asked for.
+  void read_common_weights(LayerParts parts);
+
+ private:
+  const gguf::TensorInfo& tensor(const std::string& name) const;
+  std::string key(const std::string& k) const { return m_.hp_.arch + "." + k; }
+
+  const gguf::File& f_;
+  TransformerModel& m_;
+};
+
+}  // namespace qd::model

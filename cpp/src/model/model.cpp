@@ -1,0 +1,49 @@
+// Model::load: open and validate the file, then let the family named by general.architecture
+// read its hyperparameters and view its weights in place.
+#include <utility>
+
+#include "common/error.h"
+#include "model/transformer.h"
+
+namespace qd {
+
+namespace {
+
+using Loader = std::shared_ptr<model::TransformerModel> (*)(const gguf::File&);
+
+const std::vector<std::pair<std::string, Loader>>& families() {
+  static const std::vector<std::pair<std::string, Loader>> kFamilies = {
+      {"llama", model::load_llama},
+      {"qwen2", model::load_qwen2},
+      {"gemma3", model::load_gemma3},
+  };
+  return kFamilies;
+}
+
+}  // namespace
+
+const std::vector<std::string>& Model::supported_archs() {
+  static const std::vector<std::string> kNames = [] {
+    std::vector<std::string> v;
+    for (const auto& f : families()) v.push_back(f.first);
+    return v;
+  }();
+  return kNames;
+}
+
+std::shared_ptr<const Model> Model::load(const std::string& path) {
+  auto file = std::make_shared<const gguf::File>(path);
+  const std::optional<std::string> arch = file->get_string("general.architecture");
+  if (!arch) throw GGUFError(path + ": missing metadata key 'general.architecture'");
+  for (const auto& [name, load_family] : families()) {
+    if (name != *arch) continue;
+    std::shared_ptr<model::TransformerModel> m = load_family(*file);
+    static_cast<Model&>(*m).file_ = std::move(file);
+    return m;
+  }
+  std::string list;
+  for (const std::string& s : supported_archs()) list += (list.empty() ? "" : ", ") + s;
+  throw UnsupportedError(path + ": architecture '" + *arch + "' is not supported (supported: " + list + ")");
+}
+
+}  // namespace qd

@@ -1,0 +1,98 @@
+#include "model/ops.h"
+
+#include <cmath>
+
+#include "quant/fp16.h"
+
+namespace qd::model {
+
+void half_to_float_row(const uint16_t* src, float* dst, int n) {
+  for (int i = 0; i < n; i++) dst[i] = half_to_float(src[i]);
+}
+
+void float_to_half_row(const float* src, uint16_t* dst, int n) {
+  for (int i = 0; i < n; i++) dst[i] = f32_to_fp16(src[i]);
+}
+
+float dot(const float* a, const float* b, int n) {
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int k = 0; k < 8; k++) acc[k] += a[i + k] * b[i + k];
+  }
+  for (; i < n; i++) acc[i & 7] += a[i] * b[i];
+  return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+}
+
+void rmsnorm(const float* x, const float* w, int n_rows, int dim, float eps, float* y) {
+  for (int r = 0; r < n_rows; r++) {
+    const float* xr = x + (int64_t)r * dim;
+    float* yr = y + (int64_t)r * dim;
+    // Sum of squares in double, in index order (as ggml does): cheap and order-fixed.
+    double sum = 0.0;
+    for (int i = 0; i < dim; i++) sum += (double)(xr[i] * xr[i]);
+    const float mean = (float)(sum / dim);
+    const float inv = 1.0f / std::sqrt(mean + eps);
+    for (int i = 0; i < dim; i++) yr[i] = xr[i] * inv * w[i];
+  }
+}
+
+void add_rows(float* x, const float* b, int n_rows, int dim) {
+  for (int r = 0; r < n_rows; r++) {
+    float* xr = x + (int64_t)r * dim;
+    for (int i = 0; i < dim; i++) xr[i] += b[i];
+  }
+}
+
+void add(float* x, const float* y, int64_t n) {
+  for (int64_t i = 0; i < n; i++) x[i] += y[i];
+}
+
+void scale(float* x, float s, int64_t n) {
+  for (int64_t i = 0; i < n; i++) x[i] *= s;
+}
+
+void softcap(float* x, float cap, int64_t n) {
+  const float inv = 1.0f / cap;
+  for (int64_t i = 0; i < n; i++) x[i] = cap * std::tanh(x[i] * inv);
+}
+
+void silu_mul(float* gate, const float* up, int64_t n) {
+  for (int64_t i = 0; i < n; i++) {
+    const float g = gate[i];
+    gate[i] = g / (1.0f + std::exp(-g)) * up[i];
+  }
+}
+
+void gelu_tanh_mul(float* gate, const float* up, int64_t n) {
+  constexpr float kSqrt2OverPi = 0.79788456080286535588f;
+  constexpr float kCoef = 0.044715f;
+  for (int64_t i = 0; i < n; i++) {
+    const float g = gate[i];
+    gate[i] = 0.5f * g * (1.0f + std::tanh(kSqrt2OverPi * g * (1.0f + kCoef * g * g))) * up[i];
+  }
+}
+
+void rope(float* x, int n_rows, int n_heads, int head_dim, int n_rot, bool neox, const float* cos,
+          const float* sin) {
+  const int half = n_rot / 2;
+  // NEOX pairs element i with i + n_rot/2; normal mode pairs neighbours 2i and 2i+1.
+  const int stride = neox ? half : 1;
+  const int step = neox ? 1 : 2;
+  for (int r = 0; r < n_rows; r++) {
+    const float* c = cos + (int64_t)r * half;
+    const float* s = sin + (int64_t)r * half;
+    for (int h = 0; h < n_heads; h++) {
+      float* xh = x + ((int64_t)r * n_heads + h) * head_dim;
+      for (int i = 0; i < half; i++) {
+        float* a = xh + i * step;
+        float* b = a + stride;
+        const float x0 = *a, x1 = *b;
+        *a = x0 * c[i] - x1 * s[i];
+        *b = x0 * s[i] + x1 * c[i];
+      }
+    }
+  }
+}
+
+}  // namespace qd::model

@@ -1,0 +1,102 @@
+// The decoder-only transformer shared by every supported family: weights viewed in place, and the
+// per-ubatch state a family's layer() works on. One file per family implements load + layer().
+#pragma once
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "cpu/matmul.h"
+#include "model/model.h"
+
+namespace qd {
+
+class KvCache;
+
+namespace model {
+
+// Shapes are given GGML-style [rows][cols]: cols (ne[0]) is the reduction dimension.
+struct LayerWeights {
+  cpu::Matrix wq;                  // [n_head * head_dim][n_embd]
+  cpu::Matrix wk, wv;              // [n_head_kv * head_dim][n_embd]
+  cpu::Matrix wo;                  // [n_embd][n_head * head_dim]
+  cpu::Matrix ffn_gate, ffn_up;    // [n_ff][n_embd]
+  cpu::Matrix ffn_down;            // [n_embd][n_ff]
+  const float* attn_norm = nullptr;       // [n_embd]
+  const float* ffn_norm = nullptr;        // [n_embd]
+  const float* bq = nullptr;              // [n_head * head_dim]     qwen2 only
+  const float* bk = nullptr;              // [n_head_kv * head_dim]  qwen2 only
+  const float* bv = nullptr;              // [n_head_kv * head_dim]  qwen2 only
+  const float* q_norm = nullptr;          // [head_dim]              gemma3 only
+  const float* k_norm = nullptr;          // [head_dim]              gemma3 only
+  const float* post_attn_norm = nullptr;  // [n_embd]                gemma3 only
+  const float* post_ffw_norm = nullptr;   // [n_embd]                gemma3 only
+};
+
+struct Weights {
+  cpu::Matrix token_embd;            // [n_vocab][n_embd]
+  cpu::Matrix output;                // [n_vocab][n_embd]; token_embd when tied
+  const float* output_norm = nullptr;  // [n_embd]
+  const float* rope_freqs = nullptr;   // [n_rot / 2] frequency divisors (Llama 3.1), or null
+  std::vector<LayerWeights> layers;
+};
+
+// Cos/sin of every rotated pair for the rows of one ubatch: [n][n_rot / 2] each.
+struct RopeRows {
+  const float* cos = nullptr;
+  const float* sin = nullptr;
+};
+
+// State of one forward step over n consecutive positions pos0..pos0+n-1. Every buffer is
+// [n][width] row-major; layer() transforms x (the residual stream) in place.
+struct Step {
+  Step(const Hparams& h, ThreadPool& p, KvCache& c) : hp(h), pool(p), kv(c) {}
+  const Hparams& hp;
+  ThreadPool& pool;
+  KvCache& kv;
+  int n = 0;
+  int pos0 = 0;
+  float* x = nullptr;     // [n][n_embd]      residual stream
+  float* xn = nullptr;    // [n][n_embd]      normalised input of a sub-block
+  float* tmp = nullptr;   // [n][n_embd]      sub-block output
+  float* q = nullptr;     // [n][n_head * head_dim]
+  float* k = nullptr;     // [n][n_head_kv * head_dim]
+  float* v = nullptr;     // [n][n_head_kv * head_dim]
+  float* att = nullptr;   // [n][n_head * head_dim]  attention output before wo
+  float* gate = nullptr;  // [n][n_ff]
+  float* up = nullptr;    // [n][n_ff]
+  RopeRows rope_global, rope_swa;
+
+  void matmul(const cpu::Matrix& w, const float* in, float* out) const { cpu::matmul(w, in, n, out, pool); }
+};
+
+// A loaded model of one family. Weights point into the GGUF mapping, except the few small
+// vectors (norms, biases) that are stored in another float type: those are converted once.
+class TransformerModel : public Model {
+ public:
+  const Weights& weights() const { return w_; }
+  // One transformer block over the rows of `s`, in place on s.x.
+  virtual void layer(Step& s, int il) const = 0;
+
+ protected:
+  friend class Loader;
+  Weights w_;
+  std::deque<std::vector<float>> owned_;  // converted small vectors; deque keeps pointers stable
+};
+
+// Shared block pieces used by the family files (model/blocks.cpp).
+// Self-attention of layer il from s.xn into s.tmp: q/k/v projections (with optional biases and
+// per-head q/k norms), rope, KV cache append, attention, output projection.
+void attention_block(Step& s, const LayerWeights& L, int il);
+// Gated feed-forward from s.xn into s.tmp: down(act(gate(x)) * up(x)); act is SiLU or GELU(tanh).
+enum class Act { SiLU, GeluTanh };
+void ffn_block(Step& s, const LayerWeights& L, Act act);
+// The plain pre-norm block: x += attn(rmsnorm(x)); x += ffn(rmsnorm(x)).
+void prenorm_layer(Step& s, const LayerWeights& L, int il, Act act);
+
+// One loader per family file; Model::load picks by general.architecture.
+std::shared_ptr<TransformerModel> load_llama(const gguf::File& file);
+std::shared_ptr<TransformerModel> load_qwen2(const gguf::File& file);
+std::shared_ptr<TransformerModel> load_gemma3(const gguf::File& file);
+
+}  // namespace model
+}  // namespace qd

@@ -1,0 +1,140 @@
+"""quickdraft.Model: a GGUF model loaded in place, with a KV-cached context for evaluation.
+
+    m = quickdraft.Model("qwen2.5-coder-0.5b", n_ctx=4096)
+    logits = m.eval([151644, 872])        # float32 [2, n_vocab], continuing from m.n_past
+    m.truncate(1)                         # drop the last position from the KV cache
+    draft = m.new_context()               # another sequence over the same weights
+
+The weights are memory-mapped, not copied; every context has its own KV cache (F16) and its
+own thread pool. ``eval`` releases the GIL while it runs.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Iterable, Optional, Sequence, Union
+
+import numpy as np
+
+from . import _core
+from .models import resolve
+
+Ids = Union[Sequence[int], np.ndarray]
+
+
+class Context:
+    """A sequence (KV cache + scratch) over a loaded model's shared weights."""
+
+    def __init__(self, model: "Model", n_ctx: Optional[int] = None, threads: Optional[int] = None):
+        self._model = model
+        n_ctx = model.n_ctx if n_ctx is None else n_ctx
+        threads = model._threads if threads is None else threads
+        self._ctx = _core.Context(model._weights, int(n_ctx), int(threads or 0))
+
+    @property
+    def model(self) -> "Model":
+        """The Model whose weights this context runs."""
+        return self._model
+
+    @property
+    def n_ctx(self) -> int:
+        """Most positions this context can hold."""
+        return self._ctx.n_ctx
+
+    @property
+    def n_past(self) -> int:
+        """Positions currently in the KV cache."""
+        return self._ctx.n_past
+
+    @property
+    def threads(self) -> int:
+        """Threads this context computes with."""
+        return self._ctx.n_threads
+
+    def eval(self, ids: Ids) -> np.ndarray:
+        """Evaluate ids after the current KV state; float32 logits [len(ids), n_vocab]."""
+        return self._ctx.eval(ids)
+
+    def eval_last(self, ids: Ids) -> np.ndarray:
+        """Like eval, but only the last position's logits, [n_vocab] (skips the other output rows)."""
+        return self._ctx.eval(ids, last_only=True)
+
+    def feed(self, ids: Ids) -> None:
+        """Append ids to the KV cache without computing any logits (prompt prefill)."""
+        self._ctx.feed(ids)
+
+    def truncate(self, n_past: int) -> None:
+        """Keep the first n_past positions of the KV cache and drop the rest."""
+        self._ctx.truncate(int(n_past))
+
+    def reset(self) -> None:
+        """Empty the KV cache."""
+        self._ctx.reset()
+
+    @property
+    def skip_layers(self) -> list[int]:
+        """Layers this context skips (self-speculation); set before evaluating anything."""
+        return list(self._ctx.skip_layers)
+
+    @skip_layers.setter
+    def skip_layers(self, layers: Iterable[int]) -> None:
+        self._ctx.skip_layers = [int(i) for i in layers]
+
+
+class Model(Context):
+    """A GGUF model (path or known key) and its default context.
+
+    ``Model(path, n_ctx=4096, threads=None)``: threads None means one per hardware thread.
+    """
+
+    def __init__(self, path: Union[str, os.PathLike], n_ctx: int = 4096, threads: Optional[int] = None):
+        self.path = resolve(path)
+        self._weights = _core.LoadedModel(str(self.path))
+        self._threads = threads
+        self._model = self
+        self._ctx = _core.Context(self._weights, int(n_ctx), int(threads or 0))
+        self._tokenizer = None
+
+    @property
+    def arch(self) -> str:
+        """general.architecture: 'llama', 'qwen2' or 'gemma3'."""
+        return self._weights.arch
+
+    @property
+    def n_vocab(self) -> int:
+        return self._weights.n_vocab
+
+    @property
+    def n_ctx_train(self) -> int:
+        """Context length the model was trained with (from the GGUF metadata; 0 if absent)."""
+        return self._weights.n_ctx_train
+
+    @property
+    def n_layer(self) -> int:
+        return self._weights.n_layer
+
+    @property
+    def n_embd(self) -> int:
+        return self._weights.n_embd
+
+    @property
+    def hparams(self) -> dict:
+        """Every hyperparameter the forward pass uses, as read from the file."""
+        return self._weights.hparams
+
+    @property
+    def tokenizer(self):
+        """The model's tokenizer, built from the same GGUF file."""
+        # TODO(tokenizer): wire quickdraft's Tokenizer here once it lands, e.g.
+        #   if self._tokenizer is None: self._tokenizer = Tokenizer(self.path)
+        if self._tokenizer is None:
+            raise NotImplementedError("the tokenizer is not wired into quickdraft.Model yet")
+        return self._tokenizer
+
+    def new_context(self, n_ctx: Optional[int] = None, threads: Optional[int] = None) -> Context:
+        """Another context (own KV cache) over the same weights; n_ctx defaults to this one's."""
+        return Context(self, n_ctx, threads)
+
+    def __repr__(self) -> str:
+        return (f"quickdraft.Model({str(self.path)!r}, arch={self.arch!r}, n_layer={self.n_layer}, "
+                f"n_embd={self.n_embd}, n_vocab={self.n_vocab}, n_ctx={self.n_ctx})")

@@ -1,0 +1,175 @@
+"""Reference forward pass in numpy float64: the oracle for quickdraft's C++ forward pass.
+
+Independent of quickdraft: the file is read with ``gguf.GGUFReader`` and every weight is
+dequantized with ``gguf.quants.dequantize``. The architectures follow llama.cpp's graphs
+(llama, qwen2, gemma3). The whole sequence is computed at once with a causal mask, no cache.
+
+Keys and values are rounded to float16 before attention, because that is how quickdraft's
+KV cache stores them (its documented default); everything else is float64.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from gguf import GGUFReader
+from gguf.quants import dequantize
+
+# llama.cpp's rope type per architecture: NEOX pairs i with i + n_rot/2, "normal" pairs 2i with 2i+1.
+ROPE_NEOX = {"llama": False, "qwen2": True, "gemma3": True}
+
+
+@dataclass
+class Hparams:
+    arch: str
+    n_embd: int
+    n_layer: int
+    n_head: int
+    n_head_kv: int
+    head_dim: int
+    n_rot: int
+    eps: float
+    rope_base: float
+    rope_scale: float  # multiplies positions on global layers (1 / linear factor)
+    swa: list  # per layer: True for sliding-window layers
+    window: int
+    attn_scale: float
+    softcap: float
+
+
+def _meta(reader: GGUFReader) -> dict:
+    out = {}
+    for key, f in reader.fields.items():
+        if key.startswith("tokenizer."):
+            continue
+        out[key] = f.contents()
+    return out
+
+
+def _hparams(meta: dict) -> Hparams:
+    arch = meta["general.architecture"]
+
+    def g(key, default=None):
+        return meta.get(f"{arch}.{key}", default)
+
+    E, H = int(g("embedding_length")), int(g("attention.head_count"))
+    L = int(g("block_count"))
+    head_dim = int(g("attention.key_length", E // H))
+    scaling = g("rope.scaling.type", "none")
+    rope_scale = 1.0 / float(g("rope.scaling.factor")) if scaling == "linear" else 1.0
+    swa, window = [False] * L, 0
+    attn_scale = 1.0 / math.sqrt(head_dim)
+    eps = float(g("attention.layer_norm_rms_epsilon", 1e-5))
+    if arch == "gemma3":
+        eps = float(g("attention.layer_norm_rms_epsilon", 1e-6))
+        window = int(g("attention.sliding_window", 0))
+        if window:
+            pattern = g("attention.sliding_window_pattern", 6)
+            swa = [bool(b) for b in pattern] if isinstance(pattern, list) else [(il + 1) % pattern != 0 for il in range(L)]
+        pre = g("attention.query_pre_attn_scalar", E / H if L == 62 else head_dim)
+        attn_scale = 1.0 / math.sqrt(pre)
+    return Hparams(arch=arch, n_embd=E, n_layer=L, n_head=H, n_head_kv=int(g("attention.head_count_kv", H)),
+                   head_dim=head_dim, n_rot=int(g("rope.dimension_count", head_dim)), eps=eps,
+                   rope_base=float(g("rope.freq_base", 10000.0)), rope_scale=rope_scale, swa=swa, window=window,
+                   attn_scale=attn_scale, softcap=float(g("final_logit_softcapping", 0.0)))
+
+
+def _rmsnorm(x: np.ndarray, w: np.ndarray, eps: float) -> np.ndarray:
+    return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * w
+
+
+def _rope(x: np.ndarray, pos: np.ndarray, n_rot: int, base: float, scale: float, neox: bool) -> np.ndarray:
+    """x: [n, heads, head_dim]; rotates the first n_rot dims of each head by pos * scale * base^(-2i/n_rot)."""
+    half = n_rot // 2
+    theta = np.outer(pos * scale, base ** (-2.0 * np.arange(half) / n_rot))  # [n, half]
+    c, s = np.cos(theta)[:, None, :], np.sin(theta)[:, None, :]
+    x = x.copy()
+    if neox:
+        a, b = x[..., :half].copy(), x[..., half:n_rot].copy()
+        x[..., :half], x[..., half:n_rot] = a * c - b * s, a * s + b * c
+    else:
+        a, b = x[..., 0:n_rot:2].copy(), x[..., 1:n_rot:2].copy()
+        x[..., 0:n_rot:2], x[..., 1:n_rot:2] = a * c - b * s, a * s + b * c
+    return x
+
+
+def _gelu_tanh(x: np.ndarray) -> np.ndarray:
+    return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
+def _silu(x: np.ndarray) -> np.ndarray:
+    return x / (1.0 + np.exp(-x))
+
+
+class NumpyTransformer:
+    """``NumpyTransformer(path).logits(ids)`` -> float64 [len(ids), n_vocab] for positions 0..n-1."""
+
+    def __init__(self, path: str | Path, kv_dtype=np.float16):
+        reader = GGUFReader(str(path))
+        self.hp = _hparams(_meta(reader))
+        self.kv_dtype = kv_dtype
+        self.w: dict[str, np.ndarray] = {}
+        for t in reader.tensors:
+            shape = tuple(int(d) for d in reversed(t.shape))  # numpy order: [rows, cols]
+            self.w[t.name] = np.asarray(dequantize(t.data, t.tensor_type), dtype=np.float64).reshape(shape)
+        self.n_vocab = self.w["token_embd.weight"].shape[0]
+
+    def _attention(self, il: int, h: np.ndarray, pos: np.ndarray) -> np.ndarray:
+        hp, w, p = self.hp, self.w, f"blk.{il}."
+        n, hd, H, Hkv = h.shape[0], hp.head_dim, hp.n_head, hp.n_head_kv
+        q, k, v = h @ w[p + "attn_q.weight"].T, h @ w[p + "attn_k.weight"].T, h @ w[p + "attn_v.weight"].T
+        if p + "attn_q.bias" in w:
+            q, k, v = q + w[p + "attn_q.bias"], k + w[p + "attn_k.bias"], v + w[p + "attn_v.bias"]
+        q, k, v = q.reshape(n, H, hd), k.reshape(n, Hkv, hd), v.reshape(n, Hkv, hd)
+        if p + "attn_q_norm.weight" in w:
+            q = _rmsnorm(q, w[p + "attn_q_norm.weight"], hp.eps)
+            k = _rmsnorm(k, w[p + "attn_k_norm.weight"], hp.eps)
+        local = hp.swa[il]
+        base, scale = (10000.0, 1.0) if local else (hp.rope_base, hp.rope_scale)
+        neox = ROPE_NEOX[hp.arch]
+        q, k = _rope(q, pos, hp.n_rot, base, scale, neox), _rope(k, pos, hp.n_rot, base, scale, neox)
+        k = k.astype(self.kv_dtype).astype(np.float64)
+        v = v.astype(self.kv_dtype).astype(np.float64)
+        group = H // Hkv
+        k, v = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)  # query head i uses kv head i // group
+        scores = np.einsum("ihd,jhd->hij", q, k) * hp.attn_scale
+        i, j = pos[:, None], pos[None, :]
+        masked = j > i
+        if local:
+            masked |= (i - j) >= hp.window
+        scores = np.where(masked[None], -np.inf, scores)
+        scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        scores /= scores.sum(axis=-1, keepdims=True)
+        out = np.einsum("hij,jhd->ihd", scores, v).reshape(n, H * hd)
+        return out @ w[p + "attn_output.weight"].T
+
+    def _ffn(self, il: int, h: np.ndarray) -> np.ndarray:
+        w, p = self.w, f"blk.{il}."
+        act = _gelu_tanh if self.hp.arch == "gemma3" else _silu
+        return (act(h @ w[p + "ffn_gate.weight"].T) * (h @ w[p + "ffn_up.weight"].T)) @ w[p + "ffn_down.weight"].T
+
+    def logits(self, ids) -> np.ndarray:
+        hp, w = self.hp, self.w
+        ids = np.asarray(ids, dtype=np.int64)
+        pos = np.arange(len(ids), dtype=np.float64)
+        x = w["token_embd.weight"][ids]
+        if hp.arch == "gemma3":
+            x = x * math.sqrt(hp.n_embd)
+        for il in range(hp.n_layer):
+            p = f"blk.{il}."
+            a = self._attention(il, _rmsnorm(x, w[p + "attn_norm.weight"], hp.eps), pos)
+            if hp.arch == "gemma3":
+                a = _rmsnorm(a, w[p + "post_attention_norm.weight"], hp.eps)
+            x = x + a
+            f = self._ffn(il, _rmsnorm(x, w[p + "ffn_norm.weight"], hp.eps))
+            if hp.arch == "gemma3":
+                f = _rmsnorm(f, w[p + "post_ffw_norm.weight"], hp.eps)
+            x = x + f
+        x = _rmsnorm(x, w["output_norm.weight"], hp.eps)
+        out = x @ w.get("output.weight", w["token_embd.weight"]).T
+        if hp.softcap > 0:
+            out = hp.softcap * np.tanh(out / hp.softcap)
+        return out

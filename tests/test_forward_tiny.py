@@ -1,0 +1,132 @@
+"""quickdraft's forward pass against the numpy reference transformer, on tiny random GGUF models
+of every architecture × weight type × GQA ratio × rope setting, built at test time."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from gguf import GGMLQuantizationType
+
+import quickdraft
+from quickdraft import _core
+from fixtures.tiny_models import ARCHS, TinySpec, write_tiny_model
+from reference.numpy_transformer import NumpyTransformer
+
+WEIGHT_TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1")
+
+# Logit tolerance, as a fraction of the standard deviation of the reference logits (8-10 here).
+# What may separate quickdraft from the float64 oracle, which reads the same dequantized weights:
+#  * float32 accumulation instead of float64: ~1e-6 relative (observed 1e-6..1e-5 of the std);
+#  * the F16 KV cache: the oracle rounds K and V to float16 as the cache does, but an element
+#    within float32 error of a float16 rounding boundary may round the other way, one half-ulp
+#    (2^-11 = 4.9e-4 relative) in that element (observed up to 3e-4 of the std);
+#  * the matmul may round its activations, as llama.cpp does, to the weight's own type (F16:
+#    2^-11, BF16: 2^-8 relative per element) or to 8-bit blocks for quantized weights (up to
+#    1/254 of the block's largest value per element). Summed over the ~15 matmuls on a path
+#    through these 2-layer models, that stays below 1e-2 (F16), 3e-2 (BF16) and 5e-2 (8-bit).
+# A wrong rope pair, mask, norm or scale moves logits by O(1) std, far beyond every entry.
+TOLERANCE = {"F32": 2e-3, "F16": 1e-2, "BF16": 3e-2}
+TOLERANCE_QUANTIZED = 5e-2
+
+
+def tolerance(spec: TinySpec) -> float:
+    types = {spec.wtype, spec.embd_type or spec.wtype}
+    return max(TOLERANCE.get(t, TOLERANCE_QUANTIZED) for t in types)
+
+
+def require_types(spec: TinySpec) -> None:
+    for name in {spec.wtype, spec.embd_type or spec.wtype}:
+        info = _core.type_info(int(GGMLQuantizationType[name]))
+        if not info[3]:
+            pytest.skip(f"this build cannot dequantize {name} yet")
+
+
+def ids_for(spec: TinySpec, n: int, seed: int = 1) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, spec.n_vocab, n)
+
+
+def check_against_oracle(tmp_path, spec: TinySpec, n_tokens: int = 20, chunks=None, n_ctx: int = 256):
+    require_types(spec)
+    path = write_tiny_model(tmp_path / "tiny.gguf", spec)
+    ids = ids_for(spec, n_tokens)
+    ref = NumpyTransformer(path).logits(ids)
+    model = quickdraft.Model(path, n_ctx=n_ctx, threads=2)
+    if chunks is None:
+        ours = model.eval(ids)
+    else:  # several eval calls continuing from the KV cache
+        bounds = np.cumsum([0, *chunks])
+        ours = np.concatenate([model.eval(ids[a:b]) for a, b in zip(bounds[:-1], bounds[1:])])
+    assert ours.dtype == np.float32 and ours.shape == (n_tokens, spec.n_vocab)
+    err = float(np.abs(ours - ref).max() / ref.std())
+    assert err <= tolerance(spec), f"max |ours - ref| = {err:.2e} x std(ref), tolerance {tolerance(spec):.0e}"
+
+
+def arch_defaults(arch: str) -> dict:
+    # Gemma 3 models get a short window with every second layer global, so 20 tokens exercise it.
+    return {"sliding_window": 6, "swa_pattern": 2} if arch == "gemma3" else {}
+
+
+@pytest.mark.parametrize("wtype", WEIGHT_TYPES)
+@pytest.mark.parametrize("arch", ARCHS)
+def test_weight_types(tmp_path, arch, wtype):
+    check_against_oracle(tmp_path, TinySpec(arch=arch, wtype=wtype, **arch_defaults(arch)))
+
+
+@pytest.mark.parametrize("n_head_kv", [4, 2, 1], ids=["gqa1", "gqa2", "gqa4"])
+@pytest.mark.parametrize("arch", ARCHS)
+def test_gqa_ratios(tmp_path, arch, n_head_kv):
+    check_against_oracle(tmp_path, TinySpec(arch=arch, n_head=4, n_head_kv=n_head_kv, **arch_defaults(arch)))
+
+
+ROPE_SETTINGS = {
+    "base500": dict(rope_base=500.0),
+    "base1e6_linear4": dict(rope_base=1e6, rope_linear_factor=4.0),
+    "partial_rot": dict(n_rot=8),  # head_dim 16: half of each head is not rotated
+}
+
+
+@pytest.mark.parametrize("rope", ROPE_SETTINGS)
+@pytest.mark.parametrize("arch", ARCHS)
+def test_rope_settings(tmp_path, arch, rope):
+    # Normal vs NEOX pairing is fixed by the architecture (llama normal, qwen2/gemma3 NEOX).
+    check_against_oracle(tmp_path, TinySpec(arch=arch, **ROPE_SETTINGS[rope], **arch_defaults(arch)))
+
+
+def test_llama_untied_output_and_separate_embedding_type(tmp_path):
+    check_against_oracle(tmp_path, TinySpec(arch="llama", tied=False, embd_type="F16", n_head=8, n_head_kv=2))
+
+
+def test_qwen2_head_dim_not_n_embd_over_n_head(tmp_path):
+    check_against_oracle(tmp_path, TinySpec(arch="qwen2", n_head=4, n_head_kv=2, head_dim=32))
+
+
+@pytest.mark.parametrize("window", [1, 4, 7])
+def test_gemma3_sliding_window(tmp_path, window):
+    check_against_oracle(tmp_path, TinySpec(arch="gemma3", n_layer=3, sliding_window=window, swa_pattern=3),
+                         n_tokens=24)
+
+
+def test_gemma3_default_pattern_every_sixth_layer_global(tmp_path):
+    # No sliding_window_pattern key: layers 0-4 local, layer 5 global, layer 6 local.
+    check_against_oracle(tmp_path, TinySpec(arch="gemma3", n_layer=7, sliding_window=3), n_tokens=12)
+
+
+def test_gemma3_pattern_as_bool_array(tmp_path):
+    check_against_oracle(tmp_path, TinySpec(arch="gemma3", n_layer=3, sliding_window=4,
+                                            swa_pattern=[False, True, True]), n_tokens=16)
+
+
+def test_gemma3_softcap_and_head_dim(tmp_path):
+    check_against_oracle(tmp_path, TinySpec(arch="gemma3", head_dim=32, logit_softcap=5.0, sliding_window=8,
+                                            swa_pattern=2))
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_incremental_eval_continues_from_kv_cache(tmp_path, arch):
+    check_against_oracle(tmp_path, TinySpec(arch=arch, **arch_defaults(arch)), n_tokens=20, chunks=[7, 1, 1, 5, 6])
+
+
+def test_longer_than_one_micro_batch(tmp_path):
+    # 300 positions span three internal micro-batches of 128.
+    check_against_oracle(tmp_path, TinySpec(arch="qwen2", n_ctx_train=512), n_tokens=300, chunks=[130, 1, 169],
+                         n_ctx=300)

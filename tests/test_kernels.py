@@ -1,0 +1,180 @@
+"""CPU matmul kernels: every ISA this machine runs, every weight type, batch sizes 1..17.
+
+Oracles: gguf.quants.dequantize (the weights) and numpy (the product). The Q8 quantization of the
+activations is bounded exactly: each activation moves by at most amax(row) / 254, so
+|y - x @ W.T| <= (|W| @ 1) * amax / 254 (plus float rounding). SIMD kernels are compared with the
+scalar reference kernels, and batch/thread invariance is checked bit for bit.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import gguf
+import numpy as np
+import pytest
+
+from quickdraft import UnsupportedError, _core
+
+T = gguf.GGMLQuantizationType
+K = _core.kernels
+
+# Offsets of the fp16 scale/min fields inside one block: set to sane values so random bytes make a
+# valid block (random bits there could be inf/nan).
+HALF_FIELDS = {
+    T.Q4_0: [0], T.Q4_1: [0, 2], T.Q5_0: [0], T.Q5_1: [0, 2], T.Q8_0: [0], T.IQ4_NL: [0],
+    T.Q2_K: [80, 82], T.Q3_K: [108], T.Q4_K: [0, 2], T.Q5_K: [0, 2], T.Q6_K: [208], T.IQ4_XS: [0],
+}
+# Types with integer kernels (Q8 activations) vs types computed in f32.
+QUANT_TYPES = [T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.IQ4_NL, T.Q4_K, T.Q6_K]
+FALLBACK_TYPES = [T.Q2_K, T.Q3_K, T.Q5_K, T.IQ4_XS, T.BF16]
+FLOAT_TYPES = [T.F32, T.F16]
+ALL_TYPES = QUANT_TYPES + FALLBACK_TYPES + FLOAT_TYPES
+SIMD_ISAS = [i for i in _core.isa_available() if i != "scalar"]
+
+
+def cols_for(t) -> int:
+    block = gguf.GGML_QUANT_SIZES[t][0]
+    # an odd number of 32-blocks exercises the kernels' tail; K-quants need multiples of 256
+    return 768 if block == 256 else 800
+
+
+def random_weight(t, rows: int, cols: int, rng) -> np.ndarray:
+    """rows x row_bytes uint8: random blocks with finite scales."""
+    if t == T.F32:
+        return rng.standard_normal((rows, cols)).astype(np.float32).view(np.uint8)
+    if t == T.F16:
+        return rng.standard_normal((rows, cols)).astype(np.float16).view(np.uint8)
+    if t == T.BF16:
+        f = rng.standard_normal((rows, cols)).astype(np.float32)
+        return (f.view(np.uint32) >> 16).astype(np.uint16).view(np.uint8).reshape(rows, -1)
+    block, size = gguf.GGML_QUANT_SIZES[t]
+    nb = rows * cols // block
+    raw = rng.integers(0, 256, (nb, size), dtype=np.uint8)
+    for off in HALF_FIELDS[t]:
+        h = (rng.uniform(0.5, 1.5, nb) * rng.choice([-1, 1], nb) / 128).astype(np.float16)
+        raw[:, off:off + 2] = h.view(np.uint8).reshape(nb, 2)
+    return raw.reshape(rows, -1)
+
+
+def dequant(t, w: np.ndarray, cols: int) -> np.ndarray:
+    return gguf.quants.dequantize(w, t).reshape(w.shape[0], cols).astype(np.float64)
+
+
+def run(t, w, cols, x, isa="scalar", threads=1):
+    try:
+        return K.matmul(w, int(t), w.shape[0], cols, x, isa=isa, threads=threads)
+    except UnsupportedError as e:
+        pytest.skip(f"{t.name}: no scalar dequantization yet ({e})")
+
+
+@pytest.fixture(scope="module")
+def cases():
+    """type -> (weights, dequantized weights, activations[17, cols])."""
+    rng = np.random.default_rng(7)
+    out = {}
+    for t in ALL_TYPES:
+        cols = cols_for(t)
+        w = random_weight(t, 37, cols, rng)
+        x = rng.standard_normal((17, cols)).astype(np.float32)
+        x[5] = 0.0  # an all-zero row: scale 0 must give exact zeros
+        out[t] = (w, dequant(t, w, cols), x)
+    return out
+
+
+@pytest.mark.parametrize("t", ALL_TYPES, ids=lambda t: t.name)
+def test_scalar_matches_numpy(cases, t):
+    w, wf, x = cases[t]
+    cols = wf.shape[1]
+    y = run(t, w, cols, x)
+    ref = x.astype(np.float64) @ wf.T
+    mag = np.abs(x).astype(np.float64) @ np.abs(wf).T
+    tol = 1e-5 * mag + 1e-6
+    if t in QUANT_TYPES:  # the exact bound of Q8 activation rounding
+        tol += (np.abs(x).max(axis=1, keepdims=True) / 254.0) * np.abs(wf).sum(axis=1)[None, :] * 1.001
+    np.testing.assert_array_less(np.abs(y - ref), tol)
+    assert np.all(y[5] == 0.0)
+
+
+@pytest.mark.parametrize("isa", SIMD_ISAS)
+@pytest.mark.parametrize("t", ALL_TYPES, ids=lambda t: t.name)
+@pytest.mark.parametrize("n", range(1, 18))
+def test_isa_matches_scalar(cases, isa, t, n):
+    w, wf, x = cases[t]
+    cols = wf.shape[1]
+    ref = run(t, w, cols, x[:n], isa="scalar")
+    y = run(t, w, cols, x[:n], isa=isa)
+    mag = np.abs(x[:n]).astype(np.float64) @ np.abs(wf).T
+    np.testing.assert_array_less(np.abs(y - ref), 1e-5 * mag + 1e-6)
+
+
+@pytest.mark.parametrize("isa", _core.isa_available())
+@pytest.mark.parametrize("t", ALL_TYPES, ids=lambda t: t.name)
+def test_batch_and_thread_invariance(cases, isa, t):
+    """Row i of the output has the same bits whatever n is and however many threads run."""
+    w, wf, x = cases[t]
+    cols = wf.shape[1]
+    full = run(t, w, cols, x, isa=isa)
+    for n in range(1, 18):
+        np.testing.assert_array_equal(run(t, w, cols, x[:n], isa=isa), full[:n])
+    for i in (0, 7, 16):  # a row alone, at any batch position
+        np.testing.assert_array_equal(run(t, w, cols, x[i:i + 1], isa=isa)[0], full[i])
+    for threads in (2, 3):
+        np.testing.assert_array_equal(run(t, w, cols, x, isa=isa, threads=threads), full)
+
+
+REAL = {  # model key -> tensor names covering its weight types
+    "smollm2-135m": ["blk.0.attn_q.weight", "blk.0.ffn_down.weight", "token_embd.weight"],
+    "qwen2.5-coder-0.5b": ["blk.0.attn_q.weight", "blk.0.ffn_down.weight", "blk.0.ffn_up.weight",
+                           "blk.0.attn_v.weight", "token_embd.weight"],
+}
+
+
+@pytest.mark.parametrize("key", list(REAL))
+def test_real_model_tensors(model_path, key):
+    """Rows of real weight tensors, every ISA, against gguf dequantization + numpy."""
+    reader = gguf.GGUFReader(model_path(key))
+    tensors = {t.name: t for t in reader.tensors}
+    rng = np.random.default_rng(3)
+    for name in REAL[key]:
+        t = tensors[name]
+        cols = int(t.shape[0])
+        w = np.ascontiguousarray(t.data[:64]).view(np.uint8).reshape(64, -1)
+        wf = dequant(t.tensor_type, w, cols)
+        x = rng.standard_normal((9, cols)).astype(np.float32)
+        ref = x.astype(np.float64) @ wf.T
+        bound = (np.abs(x).max(axis=1, keepdims=True) / 254.0) * np.abs(wf).sum(axis=1)[None, :] * 1.001
+        bound += 1e-5 * (np.abs(x).astype(np.float64) @ np.abs(wf).T) + 1e-6
+        for isa in _core.isa_available():
+            y = K.matmul(w, int(t.tensor_type), 64, cols, x, isa=isa, threads=2)
+            np.testing.assert_array_less(np.abs(y - ref), bound, err_msg=f"{key} {name} {isa}")
+
+
+def test_bad_arguments():
+    w = np.zeros((4, 18), np.uint8)
+    with pytest.raises(ValueError, match="multiple of 32"):
+        K.matmul(w, int(T.Q4_0), 4, 31, np.zeros((1, 31), np.float32))
+    with pytest.raises(ValueError, match="bytes"):
+        K.matmul(w, int(T.Q4_0), 8, 32, np.zeros((1, 32), np.float32))
+    with pytest.raises(ValueError, match="unknown ISA"):
+        K.matmul(w, int(T.Q4_0), 4, 32, np.zeros((1, 32), np.float32), isa="sse9")
+
+
+def _isa_in_subprocess(force: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, QD_FORCE_ISA=force)
+    code = "from quickdraft import _core; print(_core.current_isa())"
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+
+
+def test_force_isa():
+    for isa in _core.isa_available():
+        r = _isa_in_subprocess(isa)
+        assert r.returncode == 0 and r.stdout.strip() == isa, r.stderr
+    r = _isa_in_subprocess("sse9")
+    assert r.returncode != 0 and "unknown ISA" in r.stderr
+    missing = [i for i in ("avx2", "avx512", "neon") if i not in _core.isa_available()]
+    for isa in missing:
+        r = _isa_in_subprocess(isa)
+        assert r.returncode != 0 and "QD_FORCE_ISA" in r.stderr
