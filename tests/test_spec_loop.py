@@ -17,8 +17,9 @@ V = 8
 
 
 def table_engine(target, draft=None, *, pieces=None, stop_ids=(), n_ctx=256, draft_max=4, p_min=0.0, adaptive=False,
-                 ngram_min=1):
+                 ngram_min=1, max_lag=64):
     cfg = _core.EngineConfig()
+    cfg.draft_max_lag = max_lag
     cfg.n_ctx, cfg.draft_max, cfg.p_min, cfg.adaptive = n_ctx, draft_max, p_min, adaptive
     cfg.ngram_min, cfg.stop_ids = ngram_min, list(stop_ids)
     return Engine._from_core(_core._engine_from_tables(target, draft, pieces, cfg))
@@ -59,6 +60,25 @@ def test_greedy_speculative_equals_greedy_plain(tables, drafter, penalty):
         assert out.finish_reason == "length"
         if drafter != "none" and not adaptive:
             assert out.stats.drafted > 0
+
+
+@pytest.mark.parametrize("setting", ["greedy", "t1"])
+def test_lagging_model_drafter_restarts_from_recent_tokens(tables, setting):
+    # In the hybrid drafter the model falls behind while n-gram proposals are used; with
+    # max_lag 2 it then restarts from the last 2 tokens. Output must not change.
+    target, near = tables
+    if setting == "greedy":
+        want = greedy_table(target, PROMPT, 60, Params(temperature=0.0))
+        out = table_engine(target, ("hybrid", near), max_lag=2).generate(PROMPT, max_tokens=60, temperature=0.0)
+        assert out.tokens == want
+        return
+    prm = SETTINGS["t1"]
+    eng = table_engine(target, ("hybrid", near), max_lag=2, draft_max=3)
+    opt = _core.GenerateOptions()
+    opt.max_tokens = 4
+    opt.sampling = prm.native(_core)
+    out = eng._core.sample_many(PROMPT, opt, 20000, 5)
+    chi_square_check(out[:, 3], table_marginals(target, PROMPT, 4, prm)[3])
 
 
 def test_model_drafting_for_itself_accepts_everything(tables):

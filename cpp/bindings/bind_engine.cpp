@@ -14,11 +14,14 @@
 #include "common/error.h"
 #include "sampling/logit_processor.h"
 #include "gguf/gguf_file.h"
+#include "model/model.h"
 #include "spec/compat.h"
+#include "spec/context_source.h"
 #include "spec/drafter_hybrid.h"
 #include "spec/drafter_model.h"
 #include "spec/drafter_ngram.h"
 #include "spec/generator.h"
+#include "spec/self_draft.h"
 #include "spec/table_source.h"
 #include "spec/token_text.h"
 #include "spec/verifier.h"
@@ -40,6 +43,7 @@ struct SpecEngine {
   std::unique_ptr<LogitSource> target;
   std::unique_ptr<Drafter> drafter;
   std::unique_ptr<TokenText> text;
+  bool tok = false;  // TODO(tokenizer): the target's tokenizer once it is in main
   std::unique_ptr<Generator> gen;
   std::string drafter_name = "none";
   std::mutex mu;  // one step at a time (the GIL is released while stepping)
@@ -61,6 +65,10 @@ struct SpecEngine {
     py::list out;
     for (const Chunk& c : chunks) out.append(py::make_tuple(to_str(c.text), c.tokens, c.from_draft));
     return out;
+  }
+
+  [[noreturn]] void no_tokenizer() const {
+    throw qd::UnsupportedError("this engine's target has no tokenizer; pass token ids");
   }
 
   py::dict stats() const {
@@ -112,6 +120,7 @@ struct EngineConfig {
   float p_min = 0.0f;
   bool adaptive = true;
   int ngram_min = 2, ngram_max = 4;
+  int draft_max_lag = 64;  // a model drafter further behind restarts from the recent tokens
   std::vector<int32_t> stop_ids;
 };
 
@@ -139,7 +148,8 @@ std::unique_ptr<SpecEngine> engine_from_tables(py::array_t<float, py::array::c_s
   auto e = std::make_unique<SpecEngine>();
   e->target = table_source(target, c.n_ctx);
   auto model_drafter = [&](py::handle table) {
-    return std::make_unique<ModelDrafter>(table_source(py::cast<py::array_t<float>>(table), c.n_ctx), "draft");
+    return std::make_unique<ModelDrafter>(table_source(py::cast<py::array_t<float>>(table), c.n_ctx), "draft",
+                                          c.draft_max_lag);
   };
   if (draft.is_none()) {
   } else if (py::isinstance<py::str>(draft) && draft.cast<std::string>() == "ngram") {
@@ -152,6 +162,43 @@ std::unique_ptr<SpecEngine> engine_from_tables(py::array_t<float, py::array::c_s
   }
   if (!pieces.is_none()) e->text = std::make_unique<PieceText>(pieces.cast<std::vector<std::string>>());
   finish_engine(*e, c);
+  return e;
+}
+
+std::unique_ptr<ModelDrafter> context_drafter(std::shared_ptr<const qd::Model> m, int n_ctx, int threads,
+                                              std::vector<int> skip, const char* name, int max_lag) {
+  auto ctx = std::make_unique<qd::Context>(std::move(m), n_ctx, threads);
+  if (!skip.empty()) ctx->set_skip_layers(std::move(skip));
+  return std::make_unique<ModelDrafter>(std::make_unique<ContextSource>(std::move(ctx)), name, max_lag);
+}
+
+// An engine over GGUF models. kind: "none", "ngram", "self", "model" or "hybrid"; draft_path
+// for the last two; skip_layers for "self" (empty: the default set).
+std::unique_ptr<SpecEngine> engine_from_models(const std::string& target_path, const std::string& kind,
+                                               const std::string& draft_path, std::vector<int> skip_layers,
+                                               int threads, const EngineConfig& c) {
+  py::gil_scoped_release release;
+  auto e = std::make_unique<SpecEngine>();
+  std::shared_ptr<const qd::Model> target = qd::Model::load(target_path);
+  EngineConfig cfg = c;
+  e->target = std::make_unique<ContextSource>(std::make_unique<qd::Context>(target, c.n_ctx, threads));
+  const qd::Context& tctx = static_cast<ContextSource&>(*e->target).context();
+  threads = tctx.n_threads();
+  if (kind == "ngram") {
+    e->drafter = std::make_unique<NgramDrafter>(c.ngram_min, c.ngram_max);
+  } else if (kind == "self") {
+    if (skip_layers.empty()) skip_layers = default_skip_layers(target->n_layer());
+    e->drafter = context_drafter(target, c.n_ctx, threads, skip_layers, "self", c.draft_max_lag);
+  } else if (kind == "model" || kind == "hybrid") {
+    std::shared_ptr<const qd::Model> draft = qd::Model::load(draft_path);
+    check_compatible(target->file(), draft->file());
+    auto md = context_drafter(draft, c.n_ctx, threads, {}, "draft", c.draft_max_lag);
+    if (kind == "model") e->drafter = std::move(md);
+    else e->drafter = std::make_unique<HybridDrafter>(std::move(md), NgramDrafter(c.ngram_min, c.ngram_max));
+  } else if (kind != "none") {
+    throw qd::ArgError("unknown drafter '" + kind + "': use none, ngram, self, a draft model, or hybrid");
+  }
+  finish_engine(*e, cfg);
   return e;
 }
 
@@ -253,6 +300,7 @@ void register_engine(py::module_& m) {
       .def_readwrite("adaptive", &EngineConfig::adaptive)
       .def_readwrite("ngram_min", &EngineConfig::ngram_min)
       .def_readwrite("ngram_max", &EngineConfig::ngram_max)
+      .def_readwrite("draft_max_lag", &EngineConfig::draft_max_lag)
       .def_readwrite("stop_ids", &EngineConfig::stop_ids);
 
   py::class_<SpecEngine>(m, "SpecEngine")
@@ -268,6 +316,16 @@ void register_engine(py::module_& m) {
       .def_property_readonly("n_vocab", [](const SpecEngine& e) { return e.target->n_vocab(); })
       .def_property_readonly("n_ctx", [](const SpecEngine& e) { return e.target->n_ctx(); })
       .def("stats", &SpecEngine::stats)
+      .def_property_readonly("has_tokenizer", [](const SpecEngine& e) { return e.tok; })
+      .def(
+          "tokenize",
+          [](const SpecEngine& e, const std::string& text, bool add_special, bool parse_special) -> std::vector<int32_t> {
+            e.no_tokenizer();
+          },
+          py::arg("text"), py::arg("add_special") = true, py::arg("parse_special") = true)
+      .def(
+          "detokenize", [](const SpecEngine& e, const std::vector<int32_t>& ids) -> py::str { e.no_tokenizer(); },
+          py::arg("ids"))
       .def("sample_many", &SpecEngine::sample_many, py::arg("prompt"), py::arg("options"), py::arg("n"),
            py::arg("seed0"));
 
@@ -300,6 +358,10 @@ void register_engine(py::module_& m) {
   m.def("_process_logits", &process_logits, py::arg("logits"), py::arg("history"), py::arg("params"));
   m.def("_sample_tokens", &sample_tokens, py::arg("logits"), py::arg("history"), py::arg("params"), py::arg("n"),
         py::arg("seed"));
+  m.def("_engine_from_models", &engine_from_models, py::arg("target"), py::arg("kind"), py::arg("draft_path"),
+        py::arg("skip_layers"), py::arg("threads"), py::arg("config"));
+  m.def("default_skip_layers", &default_skip_layers, py::arg("n_layer"),
+        "The layers self-speculation skips by default for a model of n_layer layers.");
   m.def("_engine_from_tables", &engine_from_tables, py::arg("target"), py::arg("draft"), py::arg("pieces"),
         py::arg("config"), "Test hook: a SpecEngine over [V][V][V] table models.");
   m.def("_verify_trials", &verify_trials, py::arg("p_logits"), py::arg("q_logits"), py::arg("params"), py::arg("n"),

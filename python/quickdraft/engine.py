@@ -130,9 +130,8 @@ class Engine:
             raise _core.UnsupportedError("this build of quickdraft has no model runtime yet")
         kind, draft_path = _draft_kind(draft)
         threads = 0 if threads is None else int(threads)
-        core = _core._engine_from_models(
-            _model_path(target), kind, draft_path, list(skip_layers or []), threads, cfg
-        )
+        self._target_path = _model_path(target)
+        core = _core._engine_from_models(self._target_path, kind, draft_path, list(skip_layers or []), threads, cfg)
         self._init(core)
 
     @classmethod
@@ -144,6 +143,7 @@ class Engine:
 
     def _init(self, core) -> None:
         self._core = core
+        self._tokenizer = None
         self._generation = 0
         self.last_completion: Optional[Completion] = None
 
@@ -162,18 +162,25 @@ class Engine:
         return f"Engine(drafter={self._core.drafter!r}, n_ctx={self._core.n_ctx})"
 
     # -- text ---------------------------------------------------------------------------
+    @property
+    def tokenizer(self):
+        """The target's ``quickdraft.Tokenizer`` (chat templates, special ids)."""
+        if self._tokenizer is None:
+            from .tokenizer import Tokenizer
+
+            path = getattr(self, "_target_path", None)
+            if path is None or not self._engine().has_tokenizer:
+                raise _core.UnsupportedError("this engine's target has no tokenizer")
+            self._tokenizer = Tokenizer(path)
+        return self._tokenizer
+
     def tokenize(self, text: str, add_special: bool = True) -> list:
-        """Token ids of text with the target's tokenizer (BOS added when the model wants it)."""
-        core = self._engine()
-        if not hasattr(core, "tokenize"):
-            raise _core.UnsupportedError("this engine has no tokenizer; pass token ids")
-        return core.tokenize(text, add_special)
+        """Token ids of a prompt: BOS added when the model asks for it (add_special), and
+        control-token text such as "<|im_start|>" read as those tokens (chat templates)."""
+        return self._engine().tokenize(text, add_special, True)
 
     def detokenize(self, tokens: Sequence[int]) -> str:
-        core = self._engine()
-        if not hasattr(core, "detokenize"):
-            raise _core.UnsupportedError("this engine has no tokenizer")
-        return core.detokenize(list(tokens))
+        return self._engine().detokenize([int(t) for t in tokens])
 
     # -- generation -----------------------------------------------------------------------
     def generate(self, prompt: Prompt, max_tokens: int = 256, temperature: float = 0.8, **kw) -> Completion:

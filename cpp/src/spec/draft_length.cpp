@@ -16,6 +16,8 @@ constexpr double kPriorSlope = 0.15; // c_v(n) ~ c_v(1) * (1 + slope * (n - 1)) 
 DraftLength::DraftLength(int n_sources, const DraftLengthOptions& opt) : opt_(opt), src_(n_sources) {
   if (opt.draft_max < 0 || opt.draft_max > 64)
     throw ArgError("draft_max must be in [0, 64], got " + std::to_string(opt.draft_max));
+  if (opt.probe_every < 1) throw ArgError("probe_every must be >= 1");
+  for (Source& s : src_) s.probe_interval = opt.probe_every;
   c_v_.assign(opt.draft_max + 2, -1.0);
 }
 
@@ -63,10 +65,14 @@ int DraftLength::next(int source) {
   }
   if (best > 0) {
     s.idle_steps = 0;
+    s.probe_interval = opt_.probe_every;
     return best;
   }
-  if (++s.idle_steps >= opt_.probe_every) {
+  // Speculation does not pay now. Probe now and then in case the text turned predictable;
+  // each probe that changes nothing doubles the wait, so a useless drafter costs ~nothing.
+  if (++s.idle_steps >= s.probe_interval) {
     s.idle_steps = 0;
+    s.probe_interval = std::min(s.probe_interval * 2, opt_.probe_every * 32);
     return std::min(kmax, opt_.probe_length);
   }
   return 0;

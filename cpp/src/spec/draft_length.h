@@ -5,7 +5,7 @@
 // k*c_d + c_v(k+1). next() picks the k in [0, draft_max] that maximises tokens per second from
 // running estimates; k = 0 is plain decoding, so speculation that does not pay switches itself
 // off. While at k = 0 it probes now and then with a short draft, because acceptance changes
-// with the text.
+// with the text; the probes thin out while they keep finding that drafting does not pay.
 #pragma once
 #include <vector>
 
@@ -17,7 +17,7 @@ struct DraftLengthOptions {
   double alpha_prior = 0.6;    // acceptance assumed before any evidence
   double prior_weight = 2.0;   // ... worth this many observed tokens
   double decay = 0.95;         // per step: older evidence fades (acceptance drifts with the text)
-  int probe_every = 16;        // steps at k = 0 between probes
+  int probe_every = 16;        // steps at k = 0 before the first probe (doubling, up to 32x)
   int probe_length = 2;
 };
 
@@ -44,6 +44,7 @@ class DraftLength {
     double accepted = 0.0, rejected = 0.0;  // decayed counts of kept / refused draft tokens
     double c_d = -1.0;                      // seconds per drafted token (EMA), < 0 unknown
     int idle_steps = 0;                     // consecutive steps at k = 0
+    int probe_interval = 16;                // steps at k = 0 before the next probe
   };
   DraftLengthOptions opt_;
   std::vector<Source> src_;

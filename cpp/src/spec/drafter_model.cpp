@@ -11,16 +11,24 @@ namespace {
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 }  // namespace
 
-ModelDrafter::ModelDrafter(std::unique_ptr<LogitSource> model, std::string name)
-    : model_(std::move(model)), name_(std::move(name)) {
+ModelDrafter::ModelDrafter(std::unique_ptr<LogitSource> model, std::string name, int max_lag)
+    : model_(std::move(model)), name_(std::move(name)), max_lag_(max_lag) {
   if (!model_) throw ArgError("ModelDrafter: no model");
+  if (max_lag < 1) throw ArgError("ModelDrafter: max_lag must be >= 1");
   logits_.resize(model_->n_vocab());
 }
 
+void ModelDrafter::reset(size_t offset) {
+  model_->truncate(0);
+  cached_.clear();
+  offset_ = offset;
+}
+
 void ModelDrafter::sync(const std::vector<int32_t>& history) {
+  if (offset_ + 1 > history.size()) return reset(0);
   size_t keep = 0;
-  const size_t limit = std::min(cached_.size(), history.size() - 1);
-  while (keep < limit && cached_[keep] == history[keep]) keep++;
+  const size_t limit = std::min(cached_.size(), history.size() - 1 - offset_);
+  while (keep < limit && cached_[keep] == history[offset_ + keep]) keep++;
   if (keep < cached_.size()) {
     model_->truncate((int)keep);
     cached_.resize(keep);
@@ -28,6 +36,7 @@ void ModelDrafter::sync(const std::vector<int32_t>& history) {
 }
 
 bool ModelDrafter::prefill(const std::vector<int32_t>& history, int max_tokens) {
+  if (offset_ != 0) reset(0);  // a new prompt gets the whole context again
   sync(history);
   const int todo = (int)(history.size() - 1 - cached_.size());
   const int n = std::min(todo, max_tokens);
@@ -42,7 +51,13 @@ int ModelDrafter::catch_up(const std::vector<int32_t>& history, double* seconds)
   // The cache keeps what it shares with history, but at least the last token is evaluated
   // again: its logits are the ones the next draft token comes from.
   sync(history);
-  const size_t keep = cached_.size();
+  if (history.size() - offset_ - cached_.size() > (size_t)max_lag_) {
+    // Far behind (after plain steps): catching up on everything would cost more than the
+    // drafts can win back, so continue from the recent tokens only. Any q is exact for the
+    // verifier; a shorter context only lowers acceptance.
+    reset(history.size() - max_lag_);
+  }
+  const size_t keep = offset_ + cached_.size();
   const double t0 = now();
   model_->eval(history.data() + keep, (int)(history.size() - keep), logits_.data(), /*last_only=*/true);
   *seconds = now() - t0;

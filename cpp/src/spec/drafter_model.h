@@ -13,7 +13,9 @@ namespace qd::spec {
 
 class ModelDrafter : public Drafter {
  public:
-  ModelDrafter(std::unique_ptr<LogitSource> model, std::string name);
+  // max_lag: when the drafter is further behind the history than this (after plain steps),
+  // it restarts from the last max_lag tokens instead of evaluating them all.
+  ModelDrafter(std::unique_ptr<LogitSource> model, std::string name, int max_lag = 64);
   const char* name() const override { return name_.c_str(); }
   void propose(const std::vector<int32_t>& history, const DraftRequest& req, Draft* out) override;
   bool prefill(const std::vector<int32_t>& history, int max_tokens) override;
@@ -27,9 +29,12 @@ class ModelDrafter : public Drafter {
   int catch_up(const std::vector<int32_t>& history, double* seconds);
   // Drops cached tokens that differ from history (keeping at most history.size() - 1).
   void sync(const std::vector<int32_t>& history);
+  void reset(size_t offset);
 
   std::unique_ptr<LogitSource> model_;
   std::string name_;
+  int max_lag_;
+  size_t offset_ = 0;            // cached_[i] is history[offset_ + i]
   std::vector<int32_t> cached_;  // tokens in the draft's KV cache, in order
   std::vector<float> logits_;    // [n_vocab]
   std::vector<int32_t> ctx_;     // history + tokens drafted so far (penalty window)
