@@ -23,11 +23,12 @@ void SamplerParams::validate() const {
 
 LogitProcessor::LogitProcessor(const SamplerParams& params) : params_(params) { params_.validate(); }
 
-int LogitProcessor::penalize(const float* logits, int n_vocab, const int32_t* history, size_t n_history,
-                             int n_allowed) {
+const float* LogitProcessor::penalize(const float* logits, int n_vocab, const int32_t* history, size_t n_history,
+                                     int n_allowed, int* n_out) {
   const int n = (n_allowed < 0 || n_allowed > n_vocab) ? n_vocab : n_allowed;
+  *n_out = n;
+  if (!params_.has_penalties() || n_history == 0) return logits;  // no copy on the common path
   work_.assign(logits, logits + n);
-  if (!params_.has_penalties() || n_history == 0) return n;
   size_t w = params_.penalty_last_n < 0 ? n_history : std::min(n_history, (size_t)params_.penalty_last_n);
   window_.assign(history + n_history - w, history + n_history);
   std::sort(window_.begin(), window_.end());
@@ -42,19 +43,20 @@ int LogitProcessor::penalize(const float* logits, int n_vocab, const int32_t* hi
     l = l > 0.0f ? l / params_.repeat_penalty : l * params_.repeat_penalty;
     l -= count * params_.frequency_penalty + params_.presence_penalty;
   }
-  return n;
+  return work_.data();
 }
 
 int32_t LogitProcessor::argmax(const float* logits, int n_vocab, const int32_t* history, size_t n_history,
                                float* top_prob, int n_allowed) {
-  const int n = penalize(logits, n_vocab, history, n_history, n_allowed);
+  int n;
+  const float* l = penalize(logits, n_vocab, history, n_history, n_allowed, &n);
   int32_t best = 0;
   for (int i = 1; i < n; i++)
-    if (work_[i] > work_[best]) best = i;
+    if (l[i] > l[best]) best = i;
   if (top_prob) {
     double sum = 0.0;
-    const float m = work_[best];
-    for (int i = 0; i < n; i++) sum += std::exp((double)(work_[i] - m));
+    const float m = l[best];
+    for (int i = 0; i < n; i++) sum += std::exp((double)(l[i] - m));
     *top_prob = (float)(1.0 / sum);
   }
   return best;
@@ -96,9 +98,10 @@ void LogitProcessor::process(const float* logits, int n_vocab, const int32_t* hi
     out->set_one_hot(argmax(logits, n_vocab, history, n_history, nullptr, n_allowed));
     return;
   }
-  const int n = penalize(logits, n_vocab, history, n_history, n_allowed);
+  int n;
+  const float* l = penalize(logits, n_vocab, history, n_history, n_allowed, &n);
   cand_.resize(n);
-  for (int i = 0; i < n; i++) cand_[i] = {work_[i], i};
+  for (int i = 0; i < n; i++) cand_[i] = {l[i], i};
   if (params_.top_k > 0 && params_.top_k < n) keep_top_k(params_.top_k);
 
   // Softmax at temperature T over the remaining candidates (unnormalized; normalized at the end).

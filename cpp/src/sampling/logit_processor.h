@@ -34,13 +34,15 @@ class LogitProcessor {
     float p;
     int32_t id;
   };
-  // Copies logits into work_ and applies the penalties; returns the number of usable ids.
-  int penalize(const float* logits, int n_vocab, const int32_t* history, size_t n_history, int n_allowed);
+  // The logits with penalties applied (a copy in work_ when there are any; logits itself
+  // otherwise); *n gets the number of usable ids.
+  const float* penalize(const float* logits, int n_vocab, const int32_t* history, size_t n_history, int n_allowed,
+                        int* n);
   void keep_top_k(int n);
   void keep_top_p();
 
   SamplerParams params_;
-  std::vector<float> work_;  // [n_vocab] penalized logits
+  std::vector<float> work_;  // [n_vocab] penalized logits (only when penalties apply)
   std::vector<Cand> cand_;   // candidates still in the running
   std::vector<int32_t> window_;
 };
