@@ -237,3 +237,15 @@ def test_bad_arguments(tables):
     with pytest.raises(ValueError, match="top_p"):
         eng.generate([1, 2], max_tokens=4, top_p=0.0)
     assert eng.generate([1, 2], max_tokens=0).finish_reason == "length"
+
+
+def test_stream_pieces_mark_drafted_tokens(tables):
+    pieces = _pieces(np.random.default_rng(3))
+    eng = table_engine(tables[0], tables[0].copy(), pieces=pieces, draft_max=4)
+    got = list(eng.stream(PROMPT, max_tokens=30, temperature=0.0))
+    out = eng.last_completion
+    assert [t for p in got for t in p.tokens] == out.tokens
+    assert "".join(p.text for p in got) == out.text == "".join(pieces[t] for t in out.tokens)
+    drafted = sum(len(p.tokens) for p in got if p.from_draft)
+    assert drafted == out.stats.accepted > 0
+    assert all(len(p.tokens) == 1 for p in got if not p.from_draft)  # the target's own token

@@ -1,9 +1,9 @@
 #include "spec/stop_strings.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "common/error.h"
-#include <utility>
 
 namespace qd::spec {
 
