@@ -6,6 +6,8 @@ from ._core import current_isa, isa_available
 from .gguf_file import GGUFFile, TensorInfo
 from .inspect import inspect
 from .model import Context, Model
+from .tokenizer import StreamDecoder, Tokenizer
+from . import chat
 
 __version__ = "0.1.0"
 
@@ -21,9 +23,12 @@ __all__ = [
     "IncompatibleModelsError",
     "Model",
     "QuickdraftError",
+    "StreamDecoder",
     "TensorInfo",
     "current_isa",
     "isa_available",
+    "Tokenizer",
+    "chat",
     "UnsupportedError",
     "inspect",
 ]

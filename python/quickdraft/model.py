@@ -125,10 +125,10 @@ class Model(Context):
     @property
     def tokenizer(self):
         """The model's tokenizer, built from the same GGUF file."""
-        # TODO(tokenizer): wire quickdraft's Tokenizer here once it lands, e.g.
-        #   if self._tokenizer is None: self._tokenizer = Tokenizer(self.path)
         if self._tokenizer is None:
-            raise NotImplementedError("the tokenizer is not wired into quickdraft.Model yet")
+            from .tokenizer import Tokenizer
+
+            self._tokenizer = Tokenizer(self.path)
         return self._tokenizer
 
     def new_context(self, n_ctx: Optional[int] = None, threads: Optional[int] = None) -> Context:

@@ -69,6 +69,7 @@ class File {
 
  private:
   void parse();
+  void set_alignment(const Value& v, uint64_t value_offset);
 
   std::string path_;
   const uint8_t* base_ = nullptr;

@@ -1,6 +1,5 @@
 // Parsing and validation of the GGUF header, metadata and tensor infos.
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,6 +9,8 @@
 #include "common/checked.h"
 #include "common/error.h"
 #include "gguf/gguf_file.h"
+#include "gguf/gguf_mapping.h"
+#include "gguf/gguf_text.h"
 #include "quant/quant_types.h"
 
 namespace qd::gguf {
@@ -61,6 +62,12 @@ class Cursor {
   uint64_t pos_ = 0;
 };
 
+// A count that passed the fits-in-the-file check can still describe a huge file; reserving
+// for it up front would allocate several times the file size before a single element is
+// parsed. Reserve at most this many and let vectors grow with what is actually parsed.
+constexpr uint64_t kMaxReserve = 1 << 16;
+uint64_t reserve_for(uint64_t count) { return count < kMaxReserve ? count : kMaxReserve; }
+
 bool valid_value_type(uint32_t t) { return t <= static_cast<uint32_t>(ValueType::FLOAT64); }
 
 Value read_value(const File& f, Cursor& c, ValueType type, int depth);
@@ -95,10 +102,10 @@ Value read_array(const File& f, Cursor& c, int depth) {
                          " values cannot fit in the " + std::to_string(c.remaining()) + " remaining bytes");
   }
   if (v.elem_type == ValueType::STRING) {
-    v.strings.reserve(v.count);
+    v.strings.reserve(reserve_for(v.count));
     for (uint64_t i = 0; i < v.count; i++) v.strings.push_back(c.read_string("array string"));
   } else {
-    v.items.reserve(v.count);
+    v.items.reserve(reserve_for(v.count));
     for (uint64_t i = 0; i < v.count; i++) v.items.push_back(read_array(f, c, depth + 1));
   }
   return v;
@@ -123,7 +130,8 @@ const char* TensorInfo::type_name() const {
 }
 
 File::File(const std::string& path) : path_(path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; it is rejected below as not regular.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     const int err = errno;
     throw GGUFError(path + ": cannot open: " + std::strerror(err));
@@ -136,37 +144,42 @@ File::File(const std::string& path) : path_(path) {
   size_ = static_cast<uint64_t>(st.st_size);
   if (size_ == 0) {
     ::close(fd);
-    throw GGUFError(path + ": file is empty, not a GGUF file");
+    throw GGUFError(path + ": file is empty, not a GGUF file (at byte 0)");
   }
-  void* m = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+  void* m = map_file(fd, size_);
   const int err = errno;
   ::close(fd);
-  if (m == MAP_FAILED) throw GGUFError(path + ": mmap failed: " + std::strerror(err));
+  if (m == nullptr) throw GGUFError(path + ": mmap failed: " + std::strerror(err));
   base_ = static_cast<const uint8_t*>(m);
   try {
     parse();
   } catch (...) {
-    ::munmap(const_cast<uint8_t*>(base_), size_);
+    unmap_file(base_, size_);
     base_ = nullptr;
     throw;
   }
 }
 
 File::~File() {
-  if (base_) ::munmap(const_cast<uint8_t*>(base_), size_);
+  if (base_) unmap_file(base_, size_);
 }
 
 void File::fail(uint64_t offset, const std::string& what) const {
-  throw GGUFError(path_ + ": " + what + " (at byte " + std::to_string(offset) + ")");
+  throw GGUFError(printable(path_ + ": " + what + " (at byte " + std::to_string(offset) + ")", UINT64_MAX));
 }
 
 void File::parse() {
   Cursor c(*this, base_, size_);
-  if (size_ < 4 || std::memcmp(base_, "GGUF", 4) != 0) fail(0, "bad magic: not a GGUF file");
+  if (size_ < 4 || std::memcmp(base_, "GGUF", 4) != 0) {
+    fail(0, "bad magic [" + hex_bytes(base_, size_ < 4 ? size_ : 4) + "], expected 'GGUF': not a GGUF file");
+  }
   c.take(4, "magic");
   version_ = c.read<uint32_t>("version");
   if (version_ != 2 && version_ != 3) {
-    fail(4, "unsupported GGUF version " + std::to_string(version_) + " (supported: 2, 3)");
+    const uint32_t swapped = __builtin_bswap32(version_);
+    fail(4, "unsupported GGUF version " + std::to_string(version_) +
+                (swapped == 2 || swapped == 3 ? ": a big-endian GGUF file, only little-endian files are supported"
+                                              : " (supported: 2, 3)"));
   }
   const uint64_t n_tensors_at = c.pos();
   const uint64_t n_tensors = c.read<uint64_t>("tensor count");
@@ -177,45 +190,43 @@ void File::parse() {
   if (n_tensors > c.remaining() / 32) {
     fail(n_tensors_at, "tensor count " + std::to_string(n_tensors) + " cannot fit in the file");
   }
+  if (n_kv * 13 + n_tensors * 32 > c.remaining()) {  // no overflow: each term is <= remaining
+    fail(n_tensors_at, "tensor count " + std::to_string(n_tensors) + " and metadata count " + std::to_string(n_kv) +
+                           " together cannot fit in the file");
+  }
 
-  kv_.reserve(n_kv);
+  kv_.reserve(reserve_for(n_kv));
   for (uint64_t i = 0; i < n_kv; i++) {
     const uint64_t at = c.pos();
     std::string key(c.read_string("metadata key"));
+    if (!valid_utf8(key)) fail(at, "metadata key " + quoted(key) + " is not valid UTF-8");
     const uint64_t type_at = c.pos();
     const uint32_t t = c.read<uint32_t>("metadata value type");
-    if (!valid_value_type(t)) fail(type_at, "metadata key '" + key + "' has unknown value type " + std::to_string(t));
+    if (!valid_value_type(t)) fail(type_at, "metadata key " + quoted(key) + " has unknown value type " + std::to_string(t));
+    const uint64_t value_at = c.pos();
     Value v = read_value(*this, c, static_cast<ValueType>(t), 0);
-    if (!kv_index_.emplace(key, kv_.size()).second) fail(at, "duplicate metadata key '" + key + "'");
+    if (!kv_index_.emplace(key, kv_.size()).second) fail(at, "duplicate metadata key " + quoted(key));
+    if (key == "general.alignment") set_alignment(v, value_at);
     kv_.emplace_back(std::move(key), std::move(v));
   }
 
-  if (const Value* a = find("general.alignment")) {
-    if (!a->is_integer() || a->type != ValueType::UINT32) {
-      fail(0, std::string("general.alignment must be uint32, not ") + value_type_name(a->type));
-    }
-    if (a->u64 == 0 || (a->u64 & (a->u64 - 1)) != 0 || a->u64 > (1u << 20)) {
-      fail(0, "general.alignment " + std::to_string(a->u64) + " is not a power of two between 1 and 1048576");
-    }
-    alignment_ = a->u64;
-  }
-
-  tensors_.reserve(n_tensors);
+  tensors_.reserve(reserve_for(n_tensors));
   for (uint64_t i = 0; i < n_tensors; i++) {
     TensorInfo ti;
     ti.info_offset = c.pos();
     ti.name = std::string(c.read_string("tensor name"));
+    if (!valid_utf8(ti.name)) fail(ti.info_offset, "tensor name " + quoted(ti.name) + " is not valid UTF-8");
     const uint64_t dims_at = c.pos();
     ti.n_dims = c.read<uint32_t>("tensor n_dims");
     if (ti.n_dims == 0 || ti.n_dims > kMaxDims) {
-      fail(dims_at, "tensor '" + ti.name + "' has " + std::to_string(ti.n_dims) + " dimensions (1 to 4 allowed)");
+      fail(dims_at, "tensor " + quoted(ti.name) + " has " + std::to_string(ti.n_dims) + " dimensions (1 to 4 allowed)");
     }
     uint64_t n_el = 1;
     for (uint32_t d = 0; d < ti.n_dims; d++) {
       const uint64_t at = c.pos();
       const uint64_t ne = c.read<uint64_t>("tensor dimension");
       if (ne == 0 || ne > (uint64_t)INT64_MAX || !checked_mul(n_el, ne, &n_el) || n_el > (uint64_t)INT64_MAX) {
-        fail(at, "tensor '" + ti.name + "' dimension " + std::to_string(d) + " = " + std::to_string(ne) +
+        fail(at, "tensor " + quoted(ti.name) + " dimension " + std::to_string(d) + " = " + std::to_string(ne) +
                      " is zero or makes the element count overflow");
       }
       ti.ne[d] = static_cast<int64_t>(ne);
@@ -223,21 +234,21 @@ void File::parse() {
     const uint64_t type_at = c.pos();
     ti.type = c.read<uint32_t>("tensor type");
     const quant::TypeTraits* tt = quant::type_traits(ti.type);
-    if (!tt) fail(type_at, "tensor '" + ti.name + "' has unknown type id " + std::to_string(ti.type));
+    if (!tt) fail(type_at, "tensor " + quoted(ti.name) + " has unknown type id " + std::to_string(ti.type));
     if (ti.ne[0] % tt->block_size != 0) {
-      fail(dims_at, "tensor '" + ti.name + "' row length " + std::to_string(ti.ne[0]) + " is not a multiple of the " +
+      fail(dims_at, "tensor " + quoted(ti.name) + " row length " + std::to_string(ti.ne[0]) + " is not a multiple of the " +
                         tt->name + " block size " + std::to_string(tt->block_size));
     }
     uint64_t nbytes = 0;
-    if (!checked_mul(n_el / tt->block_size, tt->type_size, &nbytes)) fail(dims_at, "tensor '" + ti.name + "' size overflows");
+    if (!checked_mul(n_el / tt->block_size, tt->type_size, &nbytes)) fail(dims_at, "tensor " + quoted(ti.name) + " size overflows");
     ti.nbytes = nbytes;
     const uint64_t off_at = c.pos();
     ti.offset = c.read<uint64_t>("tensor data offset");
     if (ti.offset % alignment_ != 0) {
-      fail(off_at, "tensor '" + ti.name + "' data offset " + std::to_string(ti.offset) + " is not a multiple of the alignment " +
+      fail(off_at, "tensor " + quoted(ti.name) + " data offset " + std::to_string(ti.offset) + " is not a multiple of the alignment " +
                        std::to_string(alignment_));
     }
-    if (!tensor_index_.emplace(ti.name, tensors_.size()).second) fail(ti.info_offset, "duplicate tensor name '" + ti.name + "'");
+    if (!tensor_index_.emplace(ti.name, tensors_.size()).second) fail(ti.info_offset, "duplicate tensor name " + quoted(ti.name));
     tensors_.push_back(std::move(ti));
   }
 
@@ -253,11 +264,21 @@ void File::parse() {
   for (TensorInfo& ti : tensors_) {
     uint64_t end;
     if (!checked_add(ti.offset, ti.nbytes, &end) || end > data_size) {
-      fail(ti.info_offset, "tensor '" + ti.name + "' data [" + std::to_string(ti.offset) + ", +" + std::to_string(ti.nbytes) +
+      fail(ti.info_offset, "tensor " + quoted(ti.name) + " data [" + std::to_string(ti.offset) + ", +" + std::to_string(ti.nbytes) +
                                ") runs past the end of the data section (" + std::to_string(data_size) + " bytes)");
     }
     ti.data = base_ + data_offset_ + ti.offset;
   }
+}
+
+void File::set_alignment(const Value& a, uint64_t at) {
+  if (a.type != ValueType::UINT32) {
+    fail(at, std::string("general.alignment must be uint32, not ") + value_type_name(a.type));
+  }
+  if (a.u64 == 0 || (a.u64 & (a.u64 - 1)) != 0 || a.u64 > (1u << 20)) {
+    fail(at, "general.alignment " + std::to_string(a.u64) + " is not a power of two between 1 and 1048576");
+  }
+  alignment_ = a.u64;
 }
 
 const Value* File::find(std::string_view key) const {

@@ -1,6 +1,9 @@
 #include "gguf/gguf_value.h"
 
 #include <cstring>
+#include <string>
+
+#include "common/error.h"
 
 namespace qd::gguf {
 
@@ -74,6 +77,12 @@ Value decode_scalar(ValueType t, const uint8_t* p) {
   return v;
 }
 
-Value Value::element(uint64_t i) const { return decode_scalar(elem_type, data + i * value_type_size(elem_type)); }
+Value Value::element(uint64_t i) const {
+  if (type != ValueType::ARRAY || i >= count || value_type_size(elem_type) == 0) {
+    throw ArgError("Value::element(" + std::to_string(i) + ") on a value that is not an array of " +
+                   std::to_string(i + 1) + "+ fixed-size scalars");
+  }
+  return decode_scalar(elem_type, data + i * value_type_size(elem_type));
+}
 
 }  // namespace qd::gguf

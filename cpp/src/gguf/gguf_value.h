@@ -32,7 +32,7 @@ struct Value {
 
   bool is_integer() const;
   bool is_number() const { return is_integer() || type == ValueType::FLOAT32 || type == ValueType::FLOAT64; }
-  // Element i of a fixed-size scalar array as a scalar Value.
+  // Element i of a fixed-size scalar array as a scalar Value (ArgError when out of range).
   Value element(uint64_t i) const;
 };
 

@@ -1,0 +1,58 @@
+#include "gguf/gguf_mapping.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define QD_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define QD_ASAN 1
+#endif
+#endif
+#ifdef QD_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+
+namespace qd::gguf {
+
+#ifdef QD_ASAN
+// AddressSanitizer does not watch mapped files, so a read a few bytes past the end would land in
+// the zero-filled rest of the last page unseen. Sanitizer builds poison that rest and keep an
+// inaccessible guard page after it, so every over-read of the file is reported.
+namespace {
+uint64_t page_round(uint64_t n) {
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  return (n + page - 1) / page * page;
+}
+}  // namespace
+
+void* map_file(int fd, uint64_t size) {
+  const uint64_t span = page_round(size) + page_round(1);
+  void* region = ::mmap(nullptr, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (region == MAP_FAILED) return nullptr;
+  void* m = ::mmap(region, size, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd, 0);
+  if (m == MAP_FAILED) {
+    const int err = errno;
+    ::munmap(region, span);
+    errno = err;
+    return nullptr;
+  }
+  ASAN_POISON_MEMORY_REGION(static_cast<char*>(m) + size, page_round(size) - size);
+  return m;
+}
+void unmap_file(const uint8_t* base, uint64_t size) {
+  ASAN_UNPOISON_MEMORY_REGION(base + size, page_round(size) - size);
+  ::munmap(const_cast<uint8_t*>(base), page_round(size) + page_round(1));
+}
+#else
+void* map_file(int fd, uint64_t size) {
+  void* m = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  return m == MAP_FAILED ? nullptr : m;
+}
+void unmap_file(const uint8_t* base, uint64_t size) { ::munmap(const_cast<uint8_t*>(base), size); }
+#endif
+
+}  // namespace qd::gguf
