@@ -24,6 +24,8 @@
 #include "spec/self_draft.h"
 #include "spec/table_source.h"
 #include "spec/token_text.h"
+#include "spec/tokenizer_text.h"
+#include "tokenizer/tokenizer.h"
 #include "spec/verifier.h"
 
 namespace py = pybind11;
@@ -43,7 +45,7 @@ struct SpecEngine {
   std::unique_ptr<LogitSource> target;
   std::unique_ptr<Drafter> drafter;
   std::unique_ptr<TokenText> text;
-  bool tok = false;  // TODO(tokenizer): the target's tokenizer once it is in main
+  std::shared_ptr<const qd::Tokenizer> tok;  // null for models without tokenizer metadata
   std::unique_ptr<Generator> gen;
   std::string drafter_name = "none";
   std::mutex mu;  // one step at a time (the GIL is released while stepping)
@@ -67,8 +69,9 @@ struct SpecEngine {
     return out;
   }
 
-  [[noreturn]] void no_tokenizer() const {
-    throw qd::UnsupportedError("this engine's target has no tokenizer; pass token ids");
+  const qd::Tokenizer& tokenizer() const {
+    if (!tok) throw qd::UnsupportedError("this engine's target has no tokenizer; pass token ids");
+    return *tok;
   }
 
   py::dict stats() const {
@@ -180,7 +183,12 @@ std::unique_ptr<SpecEngine> engine_from_models(const std::string& target_path, c
   py::gil_scoped_release release;
   auto e = std::make_unique<SpecEngine>();
   std::shared_ptr<const qd::Model> target = qd::Model::load(target_path);
+  if (target->file().find("tokenizer.ggml.tokens")) {
+    e->tok = std::make_shared<qd::Tokenizer>(target->file());
+    e->text = std::make_unique<TokenizerText>(e->tok);
+  }
   EngineConfig cfg = c;
+  if (e->tok) cfg.stop_ids = e->tok->eog_ids();
   e->target = std::make_unique<ContextSource>(std::make_unique<qd::Context>(target, c.n_ctx, threads));
   const qd::Context& tctx = static_cast<ContextSource&>(*e->target).context();
   threads = tctx.n_threads();
@@ -316,15 +324,15 @@ void register_engine(py::module_& m) {
       .def_property_readonly("n_vocab", [](const SpecEngine& e) { return e.target->n_vocab(); })
       .def_property_readonly("n_ctx", [](const SpecEngine& e) { return e.target->n_ctx(); })
       .def("stats", &SpecEngine::stats)
-      .def_property_readonly("has_tokenizer", [](const SpecEngine& e) { return e.tok; })
+      .def_property_readonly("has_tokenizer", [](const SpecEngine& e) { return e.tok != nullptr; })
       .def(
           "tokenize",
-          [](const SpecEngine& e, const std::string& text, bool add_special, bool parse_special) -> std::vector<int32_t> {
-            e.no_tokenizer();
+          [](const SpecEngine& e, const std::string& text, bool add_special, bool parse_special) {
+            return e.tokenizer().encode(text, add_special, parse_special);
           },
           py::arg("text"), py::arg("add_special") = true, py::arg("parse_special") = true)
       .def(
-          "detokenize", [](const SpecEngine& e, const std::vector<int32_t>& ids) -> py::str { e.no_tokenizer(); },
+          "detokenize", [](const SpecEngine& e, const std::vector<int32_t>& ids) { return to_str(e.tokenizer().decode(ids)); },
           py::arg("ids"))
       .def("sample_many", &SpecEngine::sample_many, py::arg("prompt"), py::arg("options"), py::arg("n"),
            py::arg("seed0"));
