@@ -6,7 +6,8 @@
 
 Prints, per prompt: plain tokens/s, then per drafter its tokens/s, the ratio to plain, the
 acceptance rate, the mean number of draft tokens accepted per round and the mean draft length.
-Every engine first runs a short warm-up generation (page cache, thread pool, controller).
+All engines stay loaded and take turns, so load changes on a shared machine hit each alike;
+with --reps N each cell shows the median of N runs.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ import argparse
 import json
 import os
 import sys
-import time
 from pathlib import Path
 
+# bench/ holds tokenize.py, which would shadow the standard library's tokenize module.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 
 from quickdraft import Engine  # noqa: E402
@@ -44,27 +46,33 @@ def drafter_arg(name: str, draft: str):
 
 
 def run(args) -> list[dict]:
-    rows = []
+    """All engines stay loaded and take turns per prompt and repetition, so that a change in
+    the machine's load hits every drafter alike; each cell reports its median run."""
     drafters = ["none"] + [d for d in args.drafters.split(",") if d and d != "none"]
+    engines = {}
     for drafter in drafters:
-        t0 = time.perf_counter()
-        engine = Engine(args.target, draft=drafter_arg(drafter, args.draft), n_ctx=args.n_ctx, threads=args.threads,
-                        draft_max=args.draft_max, p_min=args.p_min)
-        load = time.perf_counter() - t0
-        kw = dict(max_tokens=args.max_tokens, temperature=args.temperature, seed=args.seed, ignore_eos=True)
-        engine.generate("Hello", **{**kw, "max_tokens": 4})  # warm-up
+        engines[drafter] = Engine(args.target, draft=drafter_arg(drafter, args.draft), n_ctx=args.n_ctx,
+                                  threads=args.threads, draft_max=args.draft_max, p_min=args.p_min)
+    kw = dict(max_tokens=args.max_tokens, temperature=args.temperature, seed=args.seed, ignore_eos=True)
+    for engine in engines.values():
+        engine.generate("Hello", **{**kw, "max_tokens": 4})  # warm-up: page cache, thread pools
+    runs: dict = {}
+    for rep in range(args.reps):
         for name in args.prompts.split(","):
-            prompt = chat_prompt(engine, PROMPTS[name])
-            c = engine.generate(prompt, **kw)
-            s = c.stats
-            rows.append(dict(prompt=name, drafter=drafter, tokens=s.generated_tokens, tps=s.tokens_per_second,
-                             acceptance=s.acceptance_rate, mean_accepted=s.mean_accepted_length,
-                             mean_draft=(s.drafted / s.steps if s.steps else 0.0), drafted=s.drafted,
-                             time_draft=s.time_draft, time_verify=s.time_verify, time_sampling=s.time_sampling,
-                             prompt_tps=(s.prompt_tokens / s.time_prompt if s.time_prompt else 0.0), load_s=load))
-            print(f"  {drafter:>7} {name:<11} {s.tokens_per_second:7.2f} tok/s  accept {100 * s.acceptance_rate:5.1f} %",
-                  file=sys.stderr, flush=True)
-        engine.close()
+            for drafter, engine in engines.items():
+                c = engine.generate(chat_prompt(engine, PROMPTS[name]), **kw)
+                s = c.stats
+                runs.setdefault((name, drafter), []).append(dict(
+                    prompt=name, drafter=drafter, tokens=s.generated_tokens, tps=s.tokens_per_second,
+                    acceptance=s.acceptance_rate, mean_accepted=s.mean_accepted_length,
+                    mean_draft=(s.drafted / s.steps if s.steps else 0.0), drafted=s.drafted,
+                    time_draft=s.time_draft, time_verify=s.time_verify, time_sampling=s.time_sampling))
+                print(f"  rep {rep} {drafter:>7} {name:<11} {s.tokens_per_second:7.2f} tok/s  "
+                      f"accept {100 * s.acceptance_rate:5.1f} %", file=sys.stderr, flush=True)
+    rows = []
+    for cell in runs.values():
+        cell.sort(key=lambda r: r["tps"])
+        rows.append(cell[len(cell) // 2])
     return rows
 
 
@@ -93,6 +101,7 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--draft-max", type=int, default=8)
     p.add_argument("--p-min", type=float, default=0.5)
+    p.add_argument("--reps", type=int, default=1, help="runs per cell (the median is shown)")
     p.add_argument("--json", default=None, help="also write the rows to this file")
     args = p.parse_args(argv)
     rows = run(args)
