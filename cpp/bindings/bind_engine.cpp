@@ -345,7 +345,7 @@ void register_engine(py::module_& m) {
              o.probe_every = probe_every;
              return std::make_unique<DraftLength>(n_sources, o);
            }),
-           py::arg("n_sources") = 1, py::arg("draft_max") = 8, py::arg("adaptive") = true, py::arg("probe_every") = 16)
+           py::arg("n_sources") = 1, py::arg("draft_max") = 8, py::arg("adaptive") = true, py::arg("probe_every") = 4)
       .def("next", &DraftLength::next, py::arg("source") = 0)
       .def("record_draft", &DraftLength::record_draft, py::arg("source"), py::arg("n_drafted"),
            py::arg("seconds_per_token"))
@@ -353,6 +353,9 @@ void register_engine(py::module_& m) {
            py::arg("seconds"))
       .def("alpha", &DraftLength::alpha, py::arg("source") = 0)
       .def("verify_cost", &DraftLength::verify_cost, py::arg("n_rows"))
+      .def("draft_cost", &DraftLength::draft_cost, py::arg("source") = 0)
+      .def("probe_interval", &DraftLength::probe_interval, py::arg("source") = 0)
+      .def("new_sequence", &DraftLength::new_sequence)
       .def("rate", &DraftLength::rate, py::arg("source"), py::arg("k"));
 
   m.def(

@@ -108,7 +108,14 @@ class Engine:
     skipped), a draft model (path / key / Model), or ("hybrid", model) for n-gram first.
     draft_max: the most tokens drafted per step; the actual length adapts to measured costs
     and acceptance (``adaptive=False`` always drafts draft_max). p_min: a model drafter stops
-    when its top probability falls below this.
+    when its top probability falls below this. skip_layers: the layers "self" skips (default:
+    ``quickdraft._core.default_skip_layers(n_layer)``). ngram_min / ngram_max: suffix lengths
+    the n-gram drafter matches.
+
+    Greedy output (temperature=0) is token-for-token the target's own greedy output. Sampled
+    output has exactly the target's distribution; a seed fixes it for a given drafter and a
+    fixed draft length (``adaptive=True`` picks lengths from measured time, so sampled text
+    can differ between runs unless the drafter is None).
     """
 
     def __init__(
@@ -126,8 +133,6 @@ class Engine:
         ngram_max: int = 4,
     ):
         cfg = _config(n_ctx, draft_max, p_min, adaptive, ngram_min, ngram_max)
-        if not hasattr(_core, "_engine_from_models"):
-            raise _core.UnsupportedError("this build of quickdraft has no model runtime yet")
         kind, draft_path = _draft_kind(draft)
         threads = 0 if threads is None else int(threads)
         self._target_path = _model_path(target)

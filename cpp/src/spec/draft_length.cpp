@@ -9,7 +9,11 @@
 namespace qd::spec {
 
 namespace {
-constexpr double kEma = 0.15;        // weight of a new timing
+// A new timing moves the level of every cost estimate by kLevel (in log space) and the
+// measured entry's share of the shape by kShape: a load change shows up at every row count
+// at once, a difference in shape only through many measurements.
+constexpr double kLevel = 0.2;
+constexpr double kShape = 0.02;
 constexpr double kPriorSlope = 0.15; // c_v(n) ~ c_v(1) * (1 + slope * (n - 1)) until measured
 }  // namespace
 
@@ -17,7 +21,7 @@ DraftLength::DraftLength(int n_sources, const DraftLengthOptions& opt) : opt_(op
   if (opt.draft_max < 0 || opt.draft_max > 64)
     throw ArgError("draft_max must be in [0, 64], got " + std::to_string(opt.draft_max));
   if (opt.probe_every < 1) throw ArgError("probe_every must be >= 1");
-  for (Source& s : src_) s.probe_interval = opt.probe_every;
+  if (!(opt.probe_budget > 0.0)) throw ArgError("probe_budget must be > 0");
   c_v_.assign(opt.draft_max + 2, -1.0);
 }
 
@@ -65,29 +69,57 @@ int DraftLength::next(int source) {
   }
   if (best > 0) {
     s.idle_steps = 0;
-    s.probe_interval = opt_.probe_every;
+    s.failed_probes = 0;
     return best;
   }
-  // Speculation does not pay now. Probe now and then in case the text turned predictable;
-  // each probe that changes nothing doubles the wait, so a useless drafter costs ~nothing.
-  if (++s.idle_steps >= s.probe_interval) {
+  if (++s.idle_steps >= probe_interval(source)) {
     s.idle_steps = 0;
-    s.probe_interval = std::min(s.probe_interval * 2, opt_.probe_every * 32);
+    s.failed_probes = std::min(s.failed_probes + 1, 5);
     return std::min(kmax, opt_.probe_length);
   }
   return 0;
 }
 
+int DraftLength::probe_interval(int source) const {
+  const Source& s = src_[source];
+  const int kp = std::min(opt_.draft_max, opt_.probe_length);
+  const double c1 = verify_cost(1);
+  if (c1 <= 0.0 || s.c_d < 0.0) return opt_.probe_every;
+  const double cost = std::max(0.0, kp * s.c_d + verify_cost(kp + 1) - c1);
+  const double base = std::clamp(cost / (opt_.probe_budget * c1), (double)opt_.probe_every, 4096.0);
+  return (int)std::min(base * (1 << s.failed_probes), 65536.0);
+}
+
+void DraftLength::new_sequence() {
+  for (Source& s : src_) s.idle_steps = 0, s.failed_probes = 0;
+}
+
+void DraftLength::rescale(double factor) {
+  if (!(factor > 0.0) || !std::isfinite(factor)) return;
+  const double g = std::pow(factor, kLevel);
+  for (double& c : c_v_)
+    if (c > 0.0) c *= g;
+  for (Source& s : src_)
+    if (s.c_d > 0.0) s.c_d *= g;
+}
+
 void DraftLength::record_draft(int source, int n_drafted, double seconds_per_token) {
   Source& s = src_[source];
-  if (n_drafted <= 0 || seconds_per_token < 0.0) return;
-  s.c_d = s.c_d < 0.0 ? seconds_per_token : (1.0 - kEma) * s.c_d + kEma * seconds_per_token;
+  if (n_drafted <= 0 || !(seconds_per_token > 0.0)) return;
+  if (s.c_d <= 0.0) {
+    s.c_d = seconds_per_token;
+    return;
+  }
+  rescale(seconds_per_token / s.c_d);
+  s.c_d *= std::pow(seconds_per_token / s.c_d, kShape);
 }
 
 void DraftLength::record_verify(int source, int n_rows, int n_accepted, double seconds) {
   if (n_rows >= 1 && n_rows < (int)c_v_.size() && seconds > 0.0) {
+    const double estimate = verify_cost(n_rows);
+    if (estimate > 0.0) rescale(seconds / estimate);
     double& c = c_v_[n_rows];
-    c = c < 0.0 ? seconds : (1.0 - kEma) * c + kEma * seconds;
+    c = c <= 0.0 ? seconds : c * std::pow(seconds / c, kShape);
   }
   const int n_drafted = n_rows - 1;
   if (n_drafted <= 0) return;

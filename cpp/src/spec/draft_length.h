@@ -5,7 +5,13 @@
 // k*c_d + c_v(k+1). next() picks the k in [0, draft_max] that maximises tokens per second from
 // running estimates; k = 0 is plain decoding, so speculation that does not pay switches itself
 // off. While at k = 0 it probes now and then with a short draft, because acceptance changes
-// with the text; the probes thin out while they keep finding that drafting does not pay.
+// with the text: as often as a budget of probe_budget of the time allows (cheap n-gram probes
+// often, model probes rarely), and less often after each probe that finds nothing.
+//
+// Timings on a shared machine drift with its load. A row count measured long ago would then
+// look dearer or cheaper than one measured now, so every measurement rescales all cost
+// estimates together (the level follows the machine quickly) and moves the measured one alone
+// only slowly (the shape c_v(n) / c_v(1), c_d / c_v is learned over many measurements).
 #pragma once
 #include <vector>
 
@@ -17,7 +23,8 @@ struct DraftLengthOptions {
   double alpha_prior = 0.6;    // acceptance assumed before any evidence
   double prior_weight = 2.0;   // ... worth this many observed tokens
   double decay = 0.95;         // per step: older evidence fades (acceptance drifts with the text)
-  int probe_every = 16;        // steps at k = 0 before the first probe (doubling, up to 32x)
+  int probe_every = 4;         // fewest steps at k = 0 between probes
+  double probe_budget = 0.02;  // share of the time probes may cost
   int probe_length = 2;
 };
 
@@ -34,6 +41,10 @@ class DraftLength {
   double alpha(int source) const;
   double draft_cost(int source) const { return src_[source].c_d; }
   double verify_cost(int n_rows) const;  // estimate, seconds; < 0 before any measurement
+  // Steps at k = 0 before the next probe of `source`.
+  int probe_interval(int source) const;
+  // A new generation: the text may be more predictable, probe again soon.
+  void new_sequence();
   // Expected tokens per second for a draft of k from `source` (< 0 when unknown).
   double rate(int source, int k) const;
 
@@ -44,8 +55,10 @@ class DraftLength {
     double accepted = 0.0, rejected = 0.0;  // decayed counts of kept / refused draft tokens
     double c_d = -1.0;                      // seconds per drafted token (EMA), < 0 unknown
     int idle_steps = 0;                     // consecutive steps at k = 0
-    int probe_interval = 16;                // steps at k = 0 before the next probe
+    int failed_probes = 0;                  // probes since drafting last paid
   };
+  void rescale(double factor);
+
   DraftLengthOptions opt_;
   std::vector<Source> src_;
   std::vector<double> c_v_;                 // [draft_max + 2] EMA of verify seconds by rows, < 0 unknown

@@ -52,6 +52,7 @@ void Generator::start(const std::vector<int32_t>& prompt, const GenerateOptions&
   stops_ = std::make_unique<StopStrings>(opt.stop);
   stream_ = text_src_ ? text_src_->stream(prompt) : nullptr;
   rng_.reseed(opt.sampling.seed);
+  length_.new_sequence();
 
   // Reuse the KV entries the new prompt shares with what the cache holds (chat turns).
   size_t keep = 0;
