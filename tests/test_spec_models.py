@@ -181,3 +181,15 @@ def test_tiny_vocab_sampled_tokens_follow_the_target(tmp_path_factory, setting):
     chi_square_check(out[:, 2], margins[2])
     s = eng._core.stats()
     assert s["drafted"] > 0 and 0 < s["accepted"]
+
+
+@pytest.mark.real
+def test_smollm2_chat_stops_at_end_of_turn(model_path):
+    eng = need_text(Engine(model_path("smollm2-135m"), draft="ngram", n_ctx=512, threads=2))
+    msgs = [{"role": "user", "content": "Say hello in one short sentence."}]
+    out = eng.chat(msgs, max_tokens=48, temperature=0.0)
+    assert out.text.strip() and out.finish_reason in ("eos", "length")
+    assert "<|im_end|>" not in out.text and "<|im_start|>" not in out.text
+    pieces = list(eng.stream_chat(msgs, max_tokens=48, temperature=0.0))
+    assert "".join(p.text for p in pieces) == out.text  # the cached prompt changes nothing
+    assert eng.last_completion.stats.prompt_tokens_cached > 0

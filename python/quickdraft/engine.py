@@ -201,6 +201,17 @@ class Engine:
             raise
         return self.last_completion
 
+    def chat(self, messages: Sequence[dict], **kw) -> Completion:
+        """generate() on messages rendered with the target's chat template."""
+        return self.generate(self._chat_prompt(messages), **kw)
+
+    def stream_chat(self, messages: Sequence[dict], **kw) -> "Stream":
+        """stream() on messages rendered with the target's chat template."""
+        return self.stream(self._chat_prompt(messages), **kw)
+
+    def _chat_prompt(self, messages) -> str:
+        return self.tokenizer.apply_chat_template(list(messages), add_generation_prompt=True)
+
     def stream(
         self,
         prompt: Prompt,
