@@ -39,7 +39,7 @@ def main() -> None:
     ap.add_argument("--ns", default="1,2,4,8,16")
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--isa", default=None, help="default: the dispatched ISA (%s)" % _core.current_isa())
-    ap.add_argument("--iters", type=int, default=10)
+    ap.add_argument("--iters", type=int, default=20)
     a = ap.parse_args()
     ns = [int(v) for v in a.ns.split(",")]
     rng = np.random.default_rng(0)

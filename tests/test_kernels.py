@@ -37,8 +37,8 @@ SIMD_ISAS = [i for i in _core.isa_available() if i != "scalar"]
 
 def cols_for(t) -> int:
     block = gguf.GGML_QUANT_SIZES[t][0]
-    # an odd number of 32-blocks exercises the kernels' tail; K-quants need multiples of 256
-    return 768 if block == 256 else 800
+    # odd numbers of blocks / vector chunks exercise the kernels' tails; K-quants need 256s
+    return {256: 768, 32: 800, 1: 811}[block]
 
 
 def random_weight(t, rows: int, cols: int, rng) -> np.ndarray:
@@ -178,3 +178,77 @@ def test_force_isa():
     for isa in missing:
         r = _isa_in_subprocess(isa)
         assert r.returncode != 0 and "QD_FORCE_ISA" in r.stderr
+
+
+def _round_half_even_f32(v: np.ndarray) -> np.ndarray:
+    return np.rint(v).astype(np.int64)
+
+
+@pytest.mark.parametrize("fmt,block", [("q8_0", 32), ("q8_K", 256)])
+def test_activation_quantization(fmt, block):
+    """Q8 activations: numpy float32 oracle, and the same bits from every ISA."""
+    rng = np.random.default_rng(11)
+    cols = 1024 + (64 if fmt == "q8_0" else 0)  # q8_0: a partial group stays in plain order
+    x = (rng.standard_normal(cols) * rng.uniform(0.01, 100, cols)).astype(np.float32)
+    x[:block] = 0.0  # a zero block
+    blocks = x.reshape(-1, block)
+    d = (np.abs(blocks).max(axis=1) / np.float32(127)).astype(np.float32)
+    inv = np.where(d != 0, np.float32(1) / np.where(d != 0, d, 1), 0).astype(np.float32)
+    q = np.clip(_round_half_even_f32(blocks * inv[:, None]), -127, 127)
+    ref = K.quantize_row(x, fmt, isa="scalar")
+    np.testing.assert_array_equal(ref["qs"], q.reshape(-1))
+    np.testing.assert_array_equal(ref["d"], d)
+    if fmt == "q8_0":
+        np.testing.assert_array_equal(ref["s"], d * q.sum(axis=1).astype(np.float32))
+        np.testing.assert_array_equal(ref["d8"], np.repeat(d, 8))
+        np.testing.assert_array_equal(ref["d2"], np.repeat(d, 2))
+    else:
+        sums = q.reshape(-1, 16).sum(axis=1)
+        np.testing.assert_array_equal(ref["bsums"], sums)
+        np.testing.assert_array_equal(ref["dsums"], np.repeat(d, 16) * sums.astype(np.float32))
+        # group-of-16 order: vector v, lane p holds bytes 4v..4v+3 of group 4 (p % 4) + p // 4
+        p = np.arange(16)
+        g16 = q.reshape(-1, 16, 4, 4)[:, 4 * (p % 4) + p // 4]  # [group256, lane, v, t]
+        np.testing.assert_array_equal(ref["qsg16"], g16.transpose(0, 2, 1, 3).reshape(-1))
+    # group order: vector v holds bytes 8v..8v+7 of each 32-block of a whole 256-group
+    flat = q.reshape(-1)
+    whole = len(flat) // 256 * 256
+    grouped = flat[:whole].reshape(-1, 8, 4, 8).transpose(0, 2, 1, 3).reshape(-1)
+    np.testing.assert_array_equal(ref["qsg"], np.concatenate([grouped, flat[whole:]]))
+    for isa in SIMD_ISAS:
+        got = K.quantize_row(x, fmt, isa=isa)
+        for name, arr in ref.items():
+            np.testing.assert_array_equal(got[name], arr, err_msg=f"{isa} {name}")
+
+
+@pytest.mark.parametrize("t", [T.Q4_0, T.Q4_1, T.Q5_0, T.Q8_0, T.Q4_K, T.Q6_K], ids=lambda t: t.name)
+def test_long_rows(t):
+    """Rows longer than the kernels' column blocks (2048) and chunks taller than their row blocks."""
+    rng = np.random.default_rng(5)
+    rows, cols = 100, 2816 if t in (T.Q4_K, T.Q6_K) else 2848  # 11 super-blocks / 89 blocks
+    w = random_weight(t, rows, cols, rng)
+    wf = dequant(t, w, cols)
+    x = rng.standard_normal((70, cols)).astype(np.float32)  # prompt-sized: several tiles and task blocks
+    ref = run(t, w, cols, x, isa="scalar")
+    mag = np.abs(x).astype(np.float64) @ np.abs(wf).T
+    for isa in SIMD_ISAS:
+        full = run(t, w, cols, x, isa=isa)
+        np.testing.assert_array_less(np.abs(full - ref), 1e-5 * mag + 1e-6)
+        for n in (1, 2, 5, 9):
+            np.testing.assert_array_equal(run(t, w, cols, x[:n], isa=isa), full[:n])
+        np.testing.assert_array_equal(run(t, w, cols, x[23:24], isa=isa)[0], full[23])
+        np.testing.assert_array_equal(run(t, w, cols, x, isa=isa, threads=2), full)
+
+
+@pytest.mark.parametrize("isa", _core.isa_available())
+def test_half_conversions(isa):
+    """Row conversions for the F16 KV cache: bit-exact with numpy's float16 (round to nearest even)."""
+    rng = np.random.default_rng(13)
+    x = (rng.standard_normal(1003) * np.exp(rng.uniform(-20, 12, 1003))).astype(np.float32)
+    x[:6] = [0.0, -0.0, 65504.0, 70000.0, 6e-8, -3e-5]  # max, overflow to inf, subnormals
+    ours = K.f32_to_f16(x, isa=isa)
+    with np.errstate(over="ignore"):  # the overflow to inf is what is being checked
+        expected = x.astype(np.float16).view(np.uint16)
+    np.testing.assert_array_equal(ours, expected)
+    bits = rng.integers(0, 0x7C00, 1003, dtype=np.uint16) | (rng.integers(0, 2, 1003, dtype=np.uint16) << 15)
+    np.testing.assert_array_equal(K.f16_to_f32(bits, isa=isa), bits.view(np.float16).astype(np.float32))

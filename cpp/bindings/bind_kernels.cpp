@@ -13,6 +13,9 @@
 #include "common/cpu_features.h"
 #include "common/error.h"
 #include "common/thread_pool.h"
+#include "cpu/act_layout.h"
+#include "cpu/convert.h"
+#include "cpu/kernels.h"
 #include "cpu/matmul.h"
 #include "quant/quant_types.h"
 
@@ -86,6 +89,68 @@ void register_kernels(py::module_& m) {
       },
       py::arg("weight"), py::arg("type"), py::arg("rows"), py::arg("cols"), py::arg("x"), py::arg("isa") = py::none(),
       py::arg("threads") = 1, "y[n, rows] = x[n, cols] @ W.T for W given as raw GGML blocks (rows x cols).");
+  k.def(
+      "f16_to_f32",
+      [](py::array_t<uint16_t, py::array::c_style | py::array::forcecast> h, std::optional<std::string> isa) {
+        py::array_t<float> out(h.size());
+        qd::cpu::fp16_to_fp32_row(h.data(), out.mutable_data(), h.size(), isa_or_active(isa));
+        return out;
+      },
+      py::arg("bits"), py::arg("isa") = py::none(), "IEEE half bit patterns (uint16) -> float32, 1-D.");
+  k.def(
+      "f32_to_f16",
+      [](FloatArray x, std::optional<std::string> isa) {
+        py::array_t<uint16_t> out(x.size());
+        qd::cpu::fp32_to_fp16_row(x.data(), out.mutable_data(), x.size(), isa_or_active(isa));
+        return out;
+      },
+      py::arg("x"), py::arg("isa") = py::none(), "float32 -> IEEE half bit patterns (uint16), round to nearest even.");
+  k.def(
+      "quantize_row",
+      [](FloatArray x, const std::string& format, std::optional<std::string> isa) {
+        qd::cpu::ActFormat f;
+        if (format == "q8_0") {
+          f = qd::cpu::ActFormat::q8_0;
+        } else if (format == "q8_K") {
+          f = qd::cpu::ActFormat::q8_K;
+        } else {
+          throw qd::ArgError("format must be q8_0 or q8_K");
+        }
+        const int64_t cols = x.size();
+        if (x.ndim() != 1 || cols % (f == qd::cpu::ActFormat::q8_0 ? 32 : 256) != 0) {
+          throw qd::ArgError("x must be 1-D with a whole number of blocks");
+        }
+        const qd::cpu::KernelTable& t = qd::cpu::kernel_table(isa_or_active(isa));
+        py::array_t<uint8_t> out((py::ssize_t)qd::cpu::act_row_bytes(f, cols));
+        uint8_t* dst = out.mutable_data();
+        std::fill(dst, dst + out.size(), 0);
+        if (t.quantize[(int)f]) {
+          t.quantize[(int)f](x.data(), cols, dst);
+        } else {
+          qd::cpu::quantize_act_row(f, x.data(), cols, dst);
+        }
+        py::dict parts;
+        if (f == qd::cpu::ActFormat::q8_0) {
+          const qd::cpu::ActQ8_0 a = qd::cpu::act_q8_0(dst, cols);
+          parts["qs"] = py::array_t<int8_t>(cols, a.qs);
+          parts["d"] = py::array_t<float>(cols / 32, a.d);
+          parts["s"] = py::array_t<float>(cols / 32, a.s);
+          parts["d8"] = py::array_t<float>(cols / 32 * 8, a.d8);
+          parts["d2"] = py::array_t<float>(cols / 32 * 2, a.d2);
+          parts["qsg"] = py::array_t<int8_t>(cols, a.qsg);
+        } else {
+          const qd::cpu::ActQ8_K a = qd::cpu::act_q8_K(dst, cols);
+          parts["qs"] = py::array_t<int8_t>(cols, a.qs);
+          parts["d"] = py::array_t<float>(cols / 256, a.d);
+          parts["bsums"] = py::array_t<int16_t>(cols / 16, a.bsums);
+          parts["dsums"] = py::array_t<float>(cols / 16, a.dsums);
+          parts["qsg"] = py::array_t<int8_t>(cols, a.qsg);
+          parts["qsg16"] = py::array_t<int8_t>(cols, a.qsg16);
+        }
+        return parts;
+      },
+      py::arg("x"), py::arg("format"), py::arg("isa") = py::none(),
+      "One activation row quantized as the kernels see it: dict of its regions (qs, d, ...).");
   k.def(
       "bench_matmul",
       [](py::buffer weight, uint32_t type, int64_t rows, int64_t cols, int64_t n, int threads, int iters,

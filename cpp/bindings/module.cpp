@@ -10,6 +10,7 @@ void register_engine(py::module_& m);
 void register_model(py::module_& m);
 void register_kernels(py::module_& m);
 void register_tokenizer(py::module_& m);
+void register_cpu(py::module_& m);
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "quickdraft native core";
@@ -39,4 +40,5 @@ PYBIND11_MODULE(_core, m) {
   register_model(m);
   register_kernels(m);
   register_tokenizer(m);
+  register_cpu(m);
 }

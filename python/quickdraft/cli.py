@@ -78,7 +78,7 @@ def _fmt_stats(stats) -> str:
 
     drafted, accepted = g("drafted"), g("accepted")
     rate = g("acceptance_rate", accepted / drafted if drafted else 0.0)
-    return (f"{g('n_tokens', g('generated', 0))} tokens, {g('tokens_per_second'):.1f} tok/s, "
+    return (f"{g('generated_tokens')} tokens, {g('tokens_per_second'):.1f} tok/s, "
             f"drafted {drafted}, accepted {accepted} ({100 * rate:.0f} %)")
 
 

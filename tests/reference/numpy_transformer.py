@@ -6,6 +6,11 @@ dequantized with ``gguf.quants.dequantize``. The architectures follow llama.cpp'
 
 Keys and values are rounded to float16 before attention, because that is how quickdraft's
 KV cache stores them (its documented default); everything else is float64.
+
+With ``act_quant=True`` the input of every matmul against a block-quantized weight is first
+rounded to 8-bit blocks, the documented numerics of quickdraft's CPU kernels (and, up to the
+scale's rounding, of llama.cpp's): blocks of 32 for Q4_0/Q4_1/Q5_0/Q5_1/Q8_0/IQ4_NL weights,
+of 256 for the K-quants; scale d = max|x| / 127 per block, q = round-half-even(x / d).
 """
 
 from __future__ import annotations
@@ -96,6 +101,18 @@ def _rope(x: np.ndarray, pos: np.ndarray, n_rot: int, base: float, scale: float,
     return x
 
 
+# Block length of the 8-bit activation rounding applied before matmuls with these weight types.
+ACT_BLOCK = {"Q4_0": 32, "Q4_1": 32, "Q5_0": 32, "Q5_1": 32, "Q8_0": 32, "IQ4_NL": 32, "Q4_K": 256, "Q6_K": 256}
+
+
+def _act_quant(x: np.ndarray, block: int) -> np.ndarray:
+    b = x.reshape(-1, block).astype(np.float32)
+    d = np.abs(b).max(axis=1, keepdims=True) / np.float32(127)
+    inv = np.divide(np.float32(1), d, out=np.zeros_like(d), where=d > 0)
+    q = np.clip(np.rint(b * inv), -127, 127)  # np.rint rounds half to even
+    return (q * d).astype(np.float64).reshape(x.shape)
+
+
 def _gelu_tanh(x: np.ndarray) -> np.ndarray:
     return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
 
@@ -107,20 +124,26 @@ def _silu(x: np.ndarray) -> np.ndarray:
 class NumpyTransformer:
     """``NumpyTransformer(path).logits(ids)`` -> float64 [len(ids), n_vocab] for positions 0..n-1."""
 
-    def __init__(self, path: str | Path, kv_dtype=np.float16):
+    def __init__(self, path: str | Path, kv_dtype=np.float16, act_quant: bool = False):
         reader = GGUFReader(str(path))
         self.hp = _hparams(_meta(reader))
         self.kv_dtype = kv_dtype
         self.w: dict[str, np.ndarray] = {}
+        self.act_block = {t.name: ACT_BLOCK.get(t.tensor_type.name) if act_quant else None for t in reader.tensors}
         for t in reader.tensors:
             shape = tuple(int(d) for d in reversed(t.shape))  # numpy order: [rows, cols]
             self.w[t.name] = np.asarray(dequantize(t.data, t.tensor_type), dtype=np.float64).reshape(shape)
         self.n_vocab = self.w["token_embd.weight"].shape[0]
 
+    def _mm(self, x: np.ndarray, name: str) -> np.ndarray:
+        """x @ W.T, with x rounded to 8-bit blocks first when act_quant applies to W's type."""
+        block = self.act_block[name]
+        return (x if block is None else _act_quant(x, block)) @ self.w[name].T
+
     def _attention(self, il: int, h: np.ndarray, pos: np.ndarray) -> np.ndarray:
         hp, w, p = self.hp, self.w, f"blk.{il}."
         n, hd, H, Hkv = h.shape[0], hp.head_dim, hp.n_head, hp.n_head_kv
-        q, k, v = h @ w[p + "attn_q.weight"].T, h @ w[p + "attn_k.weight"].T, h @ w[p + "attn_v.weight"].T
+        q, k, v = self._mm(h, p + "attn_q.weight"), self._mm(h, p + "attn_k.weight"), self._mm(h, p + "attn_v.weight")
         if p + "attn_q.bias" in w:
             q, k, v = q + w[p + "attn_q.bias"], k + w[p + "attn_k.bias"], v + w[p + "attn_v.bias"]
         q, k, v = q.reshape(n, H, hd), k.reshape(n, Hkv, hd), v.reshape(n, Hkv, hd)
@@ -144,12 +167,12 @@ class NumpyTransformer:
         scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
         scores /= scores.sum(axis=-1, keepdims=True)
         out = np.einsum("hij,jhd->ihd", scores, v).reshape(n, H * hd)
-        return out @ w[p + "attn_output.weight"].T
+        return self._mm(out, p + "attn_output.weight")
 
     def _ffn(self, il: int, h: np.ndarray) -> np.ndarray:
-        w, p = self.w, f"blk.{il}."
+        p = f"blk.{il}."
         act = _gelu_tanh if self.hp.arch == "gemma3" else _silu
-        return (act(h @ w[p + "ffn_gate.weight"].T) * (h @ w[p + "ffn_up.weight"].T)) @ w[p + "ffn_down.weight"].T
+        return self._mm(act(self._mm(h, p + "ffn_gate.weight")) * self._mm(h, p + "ffn_up.weight"), p + "ffn_down.weight")
 
     def logits(self, ids) -> np.ndarray:
         hp, w = self.hp, self.w
@@ -169,7 +192,7 @@ class NumpyTransformer:
                 f = _rmsnorm(f, w[p + "post_ffw_norm.weight"], hp.eps)
             x = x + f
         x = _rmsnorm(x, w["output_norm.weight"], hp.eps)
-        out = x @ w.get("output.weight", w["token_embd.weight"]).T
+        out = self._mm(x, "output.weight" if "output.weight" in w else "token_embd.weight")
         if hp.softcap > 0:
             out = hp.softcap * np.tanh(out / hp.softcap)
         return out

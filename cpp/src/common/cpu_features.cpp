@@ -52,9 +52,16 @@ CpuFeatures detect() {
   __cpuid_count(7, 1, a, b, c, d);
   f.avx_vnni = (a >> 4) & 1;
 #elif defined(__aarch64__)
-  f.neon = true;
-#if defined(__linux__) && defined(HWCAP_ASIMDDP)
-  f.dotprod = (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
+#if defined(__linux__)
+  const unsigned long hw = getauxval(AT_HWCAP);
+  f.neon = (hw & HWCAP_ASIMD) != 0;
+  f.dotprod = (hw & HWCAP_ASIMDDP) != 0;
+  f.fp16 = (hw & HWCAP_FPHP) && (hw & HWCAP_ASIMDHP);
+#ifdef HWCAP2_I8MM
+  f.i8mm = (getauxval(AT_HWCAP2) & HWCAP2_I8MM) != 0;
+#endif
+#else
+  f.neon = true;  // part of armv8-a; no portable way to ask for the extensions here
 #endif
 #endif
   return f;
@@ -84,7 +91,7 @@ bool cpu_can_run(Isa isa) {
     case Isa::avx2: return f.avx2 && f.fma && f.f16c;
     case Isa::avx512:
       return f.avx2 && f.fma && f.f16c && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && f.avx512vnni;
-    case Isa::neon: return f.neon && f.dotprod;
+    case Isa::neon: return f.neon;  // kernels_neon() adds SDOT where f.dotprod
   }
   return false;
 }

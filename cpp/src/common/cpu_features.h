@@ -14,7 +14,9 @@ struct CpuFeatures {
   bool avx2 = false, fma = false, f16c = false;
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false, avx512vnni = false;
   bool avx_vnni = false;
-  bool neon = false, dotprod = false;
+  // aarch64, from getauxval(AT_HWCAP/AT_HWCAP2): asimd (NEON), asimddp (SDOT), i8mm (SMMLA),
+  // fp16 (half-precision arithmetic: fphp + asimdhp).
+  bool neon = false, dotprod = false, i8mm = false, fp16 = false;
 };
 
 // What this CPU (and OS: XSAVE-enabled register state) supports; detected once.

@@ -49,8 +49,13 @@ void ThreadPool::worker_loop() {
       spins++;
     }
     if (generation_.load(std::memory_order_acquire) == seen) {
+      // sleepers_ is raised before the predicate is checked under mu_, and run() bumps the
+      // generation before reading sleepers_ (both seq_cst): either run() sees this sleeper and
+      // notifies under mu_, or this thread sees the new generation and does not block.
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != seen; });
+      sleepers_.fetch_add(1);
+      cv_.wait(lock, [&] { return generation_.load() != seen; });
+      sleepers_.fetch_sub(1);
     }
     seen = generation_.load(std::memory_order_acquire);
     if (stop_) return;
@@ -70,13 +75,21 @@ void ThreadPool::run(int n_tasks, const std::function<void(int)>& fn) {
   n_tasks_ = n_tasks;
   next_.store(0, std::memory_order_relaxed);
   active_.store(n_threads_ - 1, std::memory_order_relaxed);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    generation_.fetch_add(1, std::memory_order_release);
+  generation_.fetch_add(1);  // seq_cst: see worker_loop
+  if (sleepers_.load() > 0) {
+    { std::lock_guard<std::mutex> lock(mu_); }  // a sleeper is either waiting already or sees the generation
+    cv_.notify_all();
   }
-  cv_.notify_all();
   work();
-  while (active_.load(std::memory_order_acquire) != 0) QD_PAUSE();
+  // Workers finish within microseconds when they have cores; on an oversubscribed machine a
+  // preempted worker needs this core, so stop spinning after a while and yield it.
+  for (int spins = 0; active_.load(std::memory_order_acquire) != 0; spins++) {
+    if (spins < 4000) {
+      QD_PAUSE();
+    } else {
+      std::this_thread::yield();
+    }
+  }
   fn_ = nullptr;
 }
 

@@ -35,7 +35,8 @@ class ThreadPool {
   std::condition_variable cv_;
   std::atomic<uint64_t> generation_{0};
   std::atomic<int> next_{0};
-  std::atomic<int> active_{0};  // workers still inside the current region
+  std::atomic<int> active_{0};    // workers still inside the current region
+  std::atomic<int> sleepers_{0};  // workers blocked on cv_ (run() skips the notify when none)
   int n_tasks_ = 0;
   const std::function<void(int)>* fn_ = nullptr;
   bool stop_ = false;

@@ -3,8 +3,18 @@
 // can span several blocks:
 //   Q8_0: qs[cols] int8 | d[cols/32] float | s[cols/32] float   (s = d * sum of the block's qs)
 //         | d8[cols/32 * 8] float (each d repeated 8 times: one 512-bit load covers two blocks)
+//         | d2[cols/32 * 2] float (each d repeated twice) | qsg[cols] int8 (qs, group order)
 //   Q8_K: qs[cols] int8 | d[cols/256] float | bsums[cols/16] int16 (sum of each 16 qs)
 //         | dsums[cols/16] float (d * bsums: lets kernels apply per-group offsets with one FMA)
+//         | qsg[cols] int8 (qs, group order) | qsg16[cols] int8 (qs, group-of-16 order)
+// "Group order" (qsg): each whole group of 256 values, seen as 8 blocks of 32, is stored as 4
+// vectors of 64 bytes where vector v holds bytes 8v..8v+7 of block 0, then of block 1, ... of
+// block 7: qsg[64v + 8b + t] = qs[32b + 8v + t]. With the weights in the same order, every
+// 32-bit lane of a VNNI dot product stays within one block, so a whole group is 4 dot products
+// and ONE scale multiply. Values past the last whole group keep the plain order.
+// "Group-of-16 order" (qsg16, for Q6_K's 16 scales per 256): vector v holds bytes 4v..4v+3 of each
+// 16-value group, lane p taking group sigma(p) = 4 (p % 4) + p / 4 (what a 4x4 transpose of 32-bit
+// words inside 128-bit lanes produces): qsg16[64v + 4p + t] = qs[16 sigma(p) + 4v + t].
 // Each region starts on a 64-byte boundary relative to the row start.
 //
 // Everything here is `static inline`: this header is included by files compiled with different
@@ -12,16 +22,19 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "cpu/kernels.h"
 
 namespace qd::cpu {
 
 struct ActQ8_0 {
-  const int8_t* qs;  // [cols]
-  const float* d;    // [cols / 32]
-  const float* s;    // [cols / 32]
-  const float* d8;   // [cols / 32 * 8]
+  const int8_t* qs;   // [cols]
+  const float* d;     // [cols / 32]
+  const float* s;     // [cols / 32]
+  const float* d8;    // [cols / 32 * 8]
+  const float* d2;    // [cols / 32 * 2]
+  const int8_t* qsg;  // [cols], group order
 };
 
 struct ActQ8_K {
@@ -29,33 +42,79 @@ struct ActQ8_K {
   const float* d;         // [cols / 256]
   const int16_t* bsums;   // [cols / 16]
   const float* dsums;     // [cols / 16]
+  const int8_t* qsg;      // [cols], group order
+  const int8_t* qsg16;    // [cols], group-of-16 order
 };
 
 static inline size_t act_align64(size_t n) { return (n + 63) & ~(size_t)63; }
 
-// Bytes of one activation row in format f (a multiple of 64).
-static inline size_t act_row_bytes(ActFormat f, int64_t cols) {
+// Region sizes in order (bytes, before alignment), 0-terminated.
+static inline void act_regions(ActFormat f, int64_t cols, size_t out[8]) {
   const size_t c = (size_t)cols;
-  switch (f) {
-    case ActFormat::q8_0: return act_align64(c) + 2 * act_align64(c / 32 * 4) + act_align64(c / 32 * 32);
-    case ActFormat::q8_K: return act_align64(c) + act_align64(c / 256 * 4) + act_align64(c / 16 * 2) + act_align64(c / 16 * 4);
-    case ActFormat::f32: return act_align64(c * 4);
+  for (int i = 0; i < 8; i++) out[i] = 0;
+  if (f == ActFormat::q8_0) {
+    const size_t r[] = {c, c / 32 * 4, c / 32 * 4, c / 32 * 32, c / 32 * 8, c};
+    for (int i = 0; i < 6; i++) out[i] = r[i];
+  } else if (f == ActFormat::q8_K) {
+    const size_t r[] = {c, c / 256 * 4, c / 16 * 2, c / 16 * 4, c, c};
+    for (int i = 0; i < 6; i++) out[i] = r[i];
+  } else {
+    out[0] = c * 4;
   }
-  return 0;
+}
+
+// Start of each region relative to the row; returns the row size (a multiple of 64).
+static inline size_t act_offsets(ActFormat f, int64_t cols, size_t off[8]) {
+  size_t sizes[8];
+  act_regions(f, cols, sizes);
+  size_t pos = 0;
+  for (int i = 0; i < 8; i++) {
+    off[i] = pos;
+    pos += act_align64(sizes[i]);
+  }
+  return pos;
+}
+
+static inline size_t act_row_bytes(ActFormat f, int64_t cols) {
+  size_t off[8];
+  return act_offsets(f, cols, off);
 }
 
 static inline ActQ8_0 act_q8_0(const uint8_t* row, int64_t cols) {
-  const size_t c = (size_t)cols;
-  const uint8_t* d = row + act_align64(c);
-  const uint8_t* s = d + act_align64(c / 32 * 4);
-  return {(const int8_t*)row, (const float*)d, (const float*)s, (const float*)(s + act_align64(c / 32 * 4))};
+  size_t o[8];
+  act_offsets(ActFormat::q8_0, cols, o);
+  return {(const int8_t*)row,       (const float*)(row + o[1]), (const float*)(row + o[2]),
+          (const float*)(row + o[3]), (const float*)(row + o[4]), (const int8_t*)(row + o[5])};
 }
 
 static inline ActQ8_K act_q8_K(const uint8_t* row, int64_t cols) {
-  const size_t c = (size_t)cols;
-  const uint8_t* d = row + act_align64(c);
-  const uint8_t* bsums = d + act_align64(c / 256 * 4);
-  return {(const int8_t*)row, (const float*)d, (const int16_t*)bsums, (const float*)(bsums + act_align64(c / 16 * 2))};
+  size_t o[8];
+  act_offsets(ActFormat::q8_K, cols, o);
+  return {(const int8_t*)row, (const float*)(row + o[1]), (const int16_t*)(row + o[2]),
+          (const float*)(row + o[3]), (const int8_t*)(row + o[4]), (const int8_t*)(row + o[5])};
+}
+
+// qsg from qs (see "group order" above).
+static inline void act_fill_group_order(const int8_t* qs, int64_t cols, int8_t* qsg) {
+  const int64_t whole = cols / 256 * 256;
+  for (int64_t g = 0; g < whole; g += 256) {
+    for (int v = 0; v < 4; v++) {
+      for (int b = 0; b < 8; b++) std::memcpy(qsg + g + 64 * v + 8 * b, qs + g + 32 * b + 8 * v, 8);
+    }
+  }
+  std::memcpy(qsg + whole, qs + whole, (size_t)(cols - whole));
+}
+
+// qsg16 from qs (cols a multiple of 256; see "group-of-16 order" above).
+static inline void act_fill_group16_order(const int8_t* qs, int64_t cols, int8_t* qsg16) {
+  for (int64_t g = 0; g < cols; g += 256) {
+    for (int v = 0; v < 4; v++) {
+      for (int p = 0; p < 16; p++) {
+        const int sigma = 4 * (p % 4) + p / 4;
+        std::memcpy(qsg16 + g + 64 * v + 4 * p, qs + g + 16 * sigma + 4 * v, 4);
+      }
+    }
+  }
 }
 
 }  // namespace qd::cpu

@@ -36,13 +36,16 @@ void quantize_q8_0(const float* x, int64_t cols, uint8_t* dst) {
   float* d = const_cast<float*>(v.d);
   float* s = const_cast<float*>(v.s);
   float* d8 = const_cast<float*>(v.d8);
+  float* d2 = const_cast<float*>(v.d2);
   for (int64_t b = 0; b < cols / 32; b++) {
     d[b] = quantize_block(x + b * 32, 32, qs + b * 32);
     int sum = 0;
     for (int k = 0; k < 32; k++) sum += qs[b * 32 + k];
     s[b] = d[b] * (float)sum;
     for (int k = 0; k < 8; k++) d8[8 * b + k] = d[b];
+    d2[2 * b] = d2[2 * b + 1] = d[b];
   }
+  act_fill_group_order(qs, cols, const_cast<int8_t*>(v.qsg));
 }
 
 void quantize_q8_K(const float* x, int64_t cols, uint8_t* dst) {
@@ -58,6 +61,8 @@ void quantize_q8_K(const float* x, int64_t cols, uint8_t* dst) {
     bsums[g] = (int16_t)sum;
     dsums[g] = d[g / 16] * (float)sum;
   }
+  act_fill_group_order(qs, cols, const_cast<int8_t*>(v.qsg));
+  act_fill_group16_order(qs, cols, const_cast<int8_t*>(v.qsg16));
 }
 
 }  // namespace

@@ -20,27 +20,40 @@ enum class ActFormat : uint8_t { f32, q8_0, q8_K };
 using GemmRowsFn = void (*)(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t act_stride,
                             int64_t n, float* y, int64_t ldy);
 
+// Tables are plain aggregates, value-initialized with {} (all null): no constructor function that
+// an ISA file could emit with its own instructions for the linker to share with the others.
 struct GemmKernel {
-  GemmRowsFn fn = nullptr;  // nullptr: this ISA has no kernel for the type
-  ActFormat act = ActFormat::f32;
+  GemmRowsFn fn;  // nullptr: this ISA has no kernel for the type
+  ActFormat act;
 };
 
 constexpr uint32_t kMaxTypeId = 48;
 
+// Quantizes one activation row of `cols` floats into dst (layout: act_layout.h).
+using QuantizeRowFn = void (*)(const float* x, int64_t cols, uint8_t* dst);
+
+using HalfToFloatFn = void (*)(const uint16_t* src, float* dst, int64_t n);
+using FloatToHalfFn = void (*)(const float* src, uint16_t* dst, int64_t n);
+
 struct KernelTable {
-  Isa isa = Isa::scalar;
+  Isa isa;
+  HalfToFloatFn half_to_float;  // nullptr: scalar (quant/fp16.h)
+  FloatToHalfFn float_to_half;
   GemmKernel gemm[kMaxTypeId];  // indexed by GGML type id
+  // By ActFormat; nullptr: use the scalar quantize_act_row. Must be bit-identical to it.
+  QuantizeRowFn quantize[3];
 };
 
 const KernelTable& kernels_scalar();  // always built: the reference every SIMD kernel is tested against
 const KernelTable& kernels_avx2();    // only when QD_HAVE_AVX2_KERNELS
 const KernelTable& kernels_avx512();  // only when QD_HAVE_AVX512_KERNELS
+const KernelTable& kernels_neon();    // only when QD_HAVE_NEON_KERNELS (aarch64)
 
 // The table for `isa` (which must be available: see isa_available).
 const KernelTable& kernel_table(Isa isa);
 
-// Activation quantization, one row on its own (per-row scales). Shared by all ISAs so every ISA
-// sees bit-identical activations.
+// Activation quantization, one row on its own (per-row scales), scalar. The SIMD versions in the
+// tables produce the same bits, so every ISA sees the same activations.
 void quantize_act_row(ActFormat f, const float* x, int64_t cols, uint8_t* dst);
 
 }  // namespace qd::cpu

@@ -212,7 +212,7 @@ void gemm_rows(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size
 }
 
 KernelTable make_table() {
-  KernelTable t;
+  KernelTable t{};
   t.isa = Isa::scalar;
   auto set = [&](Type type, GemmRowsFn fn, ActFormat act) { t.gemm[(uint32_t)type] = {fn, act}; };
   set(Type::F32, gemm_rows<dot_f32>, ActFormat::f32);

@@ -9,7 +9,9 @@
 
 #include "common/error.h"
 #include "cpu/act_layout.h"
+#include "cpu/convert.h"
 #include "cpu/kernels.h"
+#include "quant/fp16.h"
 #include "quant/quant_types.h"
 
 namespace qd::cpu {
@@ -66,7 +68,7 @@ void check_shape(const Matrix& w) {
 // kernels' repeated passes over the task's weights (one per tile of activation rows) hit L2.
 int64_t rows_per_task(const Matrix& w, int n_threads) {
   const int64_t by_balance = (w.rows + 4 * n_threads - 1) / (4 * n_threads);
-  const int64_t by_cache = std::max<int64_t>(1, (int64_t)((256 << 10) / std::max<size_t>(w.row_bytes, 1)));
+  const int64_t by_cache = std::max<int64_t>(1, (int64_t)((128 << 10) / std::max<size_t>(w.row_bytes, 1)));
   int64_t rows = std::max<int64_t>(1, std::min(by_balance, by_cache));
   if (rows > 4) rows = (rows + 3) / 4 * 4;
   return rows;
@@ -91,6 +93,9 @@ const KernelTable& kernel_table(Isa isa) {
 #ifdef QD_HAVE_AVX512_KERNELS
     case Isa::avx512: return kernels_avx512();
 #endif
+#ifdef QD_HAVE_NEON_KERNELS
+    case Isa::neon: return kernels_neon();
+#endif
     default: return kernels_scalar();
   }
 }
@@ -104,29 +109,67 @@ void dequantize_row(const Matrix& w, int64_t r, float* dst) {
 void matmul(const Matrix& w, const float* x, int64_t n, float* y, ThreadPool& pool, Isa isa) {
   check_shape(w);
   if (n <= 0) return;
-  const GemmKernel k = find_kernel(kernel_table(isa), w);
+  const KernelTable& table = kernel_table(isa);
+  const GemmKernel k = find_kernel(table, w);
 
   const uint8_t* act = (const uint8_t*)x;
   size_t stride = (size_t)w.cols * sizeof(float);
   if (k.act != ActFormat::f32) {
     stride = act_row_bytes(k.act, w.cols);
     uint8_t* q = act_scratch(stride * (size_t)n);
-    auto quantize = [&](int i) { quantize_act_row(k.act, x + (size_t)i * w.cols, w.cols, q + (size_t)i * stride); };
-    if (n == 1) {
-      quantize(0);
+    const QuantizeRowFn simd = table.quantize[(int)k.act];
+    auto quantize = [&](int i) {
+      const float* xi = x + (size_t)i * w.cols;
+      uint8_t* qi = q + (size_t)i * stride;
+      if (simd) {
+        simd(xi, w.cols, qi);
+      } else {
+        quantize_act_row(k.act, xi, w.cols, qi);
+      }
+    };
+    if (n * w.cols <= 32768) {  // a few microseconds: cheaper than waking the pool for it
+      for (int i = 0; i < (int)n; i++) quantize(i);
     } else {
       pool.run((int)n, quantize);
     }
     act = q;
   }
 
+  // Tasks: (weight-row chunk, block of up to kActBlock activation rows), chunk-major. Long
+  // batches (prompts) are cut so a task's activations stay in L2 next to its weights; every
+  // (row, column) is still computed the same way, whichever task holds it.
+  constexpr int64_t kActBlock = 64;
   const int64_t chunk = rows_per_task(w, pool.size());
-  const int64_t n_tasks = (w.rows + chunk - 1) / chunk;
-  pool.run((int)n_tasks, [&](int task) {
-    const int64_t r0 = task * chunk, r1 = std::min(w.rows, r0 + chunk);
-    k.fn(w, r0, r1, act, stride, n, y, w.rows);
+  const int64_t n_chunks = (w.rows + chunk - 1) / chunk;
+  const int64_t n_ablocks = (n + kActBlock - 1) / kActBlock;
+  pool.run((int)(n_chunks * n_ablocks), [&](int task) {
+    const int64_t c = task / n_ablocks, a0 = task % n_ablocks * kActBlock;
+    const int64_t r0 = c * chunk, r1 = std::min(w.rows, r0 + chunk);
+    k.fn(w, r0, r1, act + (size_t)a0 * stride, stride, std::min(kActBlock, n - a0), y + a0 * w.rows, w.rows);
   });
 }
+
+void fp16_to_fp32_row(const uint16_t* src, float* dst, int64_t n, Isa isa) {
+  const HalfToFloatFn f = kernel_table(isa).half_to_float;
+  if (f) {
+    f(src, dst, n);
+  } else {
+    for (int64_t i = 0; i < n; i++) dst[i] = fp16_to_f32(src[i]);
+  }
+}
+
+void fp32_to_fp16_row(const float* src, uint16_t* dst, int64_t n, Isa isa) {
+  const FloatToHalfFn f = kernel_table(isa).float_to_half;
+  if (f) {
+    f(src, dst, n);
+  } else {
+    for (int64_t i = 0; i < n; i++) dst[i] = f32_to_fp16(src[i]);
+  }
+}
+
+void fp16_to_fp32_row(const uint16_t* src, float* dst, int64_t n) { fp16_to_fp32_row(src, dst, n, active_isa()); }
+
+void fp32_to_fp16_row(const float* src, uint16_t* dst, int64_t n) { fp32_to_fp16_row(src, dst, n, active_isa()); }
 
 void matmul(const Matrix& w, const float* x, int64_t n, float* y, ThreadPool& pool) {
   matmul(w, x, n, y, pool, active_isa());

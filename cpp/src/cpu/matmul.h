@@ -1,7 +1,13 @@
 // Matrix products against weights viewed in place in the GGUF mapping.
 //
 // Contract (batch invariance, see DESIGN.md): y[i][r] depends only on x[i] and weight row r,
-// computed in one fixed reduction order, whatever n and the thread count are.
+// computed in one fixed reduction order, whatever n and the thread count are (on a given ISA;
+// ISAs differ in the last bits).
+//
+// Numerics: for quantized weights each activation row is first quantized to 8 bits per value,
+// per block (Q8_0 blocks of 32 for the 32-element types, Q8_K blocks of 256 for the K-quants),
+// as llama.cpp does; each value moves by at most amax(block) / 254. F32/F16/BF16 weights and
+// types without an integer kernel use f32 activations. Kernels: cpu/kernels.h.
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -2,7 +2,8 @@
 // Each 256-element weight super-block is unpacked ONCE (bytes + int16 scale vectors) and applied
 // to all R activation rows of the tile. Integer sums inside a super-block are exact, so their
 // order is free; the float order per (row, column) is one FMA per super-block, left to right,
-// the same for every R. Include rules: see x86_common.h.
+// the same for every R, plus two FMAs per super-block into a second accumulator for the
+// per-group offsets (Q4_K mins, Q6_K's -32) against the activations' d * bsums. Include rules: see x86_common.h.
 #pragma once
 #include "cpu/act_layout.h"
 #include "cpu/x86_common.h"
@@ -43,26 +44,35 @@ inline void q4k_scales_mins(const uint8_t* scales, uint8_t out[16]) {
   std::memcpy(out, u, 16);
 }
 
+// The same as a vector (scales in bytes 0..7, mins in 8..15), built in registers: a vector load
+// of bytes just stored one word at a time would stall on store forwarding.
+inline __m128i q4k_scales_mins_v(const uint8_t* scales) {
+  const uint32_t kmask1 = 0x3f3f3f3f, kmask2 = 0x0f0f0f0f, kmask3 = 0x03030303;
+  uint32_t u[3];
+  std::memcpy(u, scales, 12);
+  const uint32_t u3 = ((u[2] >> 4) & kmask2) | (((u[1] >> 6) & kmask3) << 4);
+  const uint32_t u2 = u[1] & kmask1;
+  const uint32_t u1 = (u[2] & kmask2) | (((u[0] >> 6) & kmask3) << 4);
+  const uint32_t u0 = u[0] & kmask1;
+  return _mm_setr_epi32((int)u0, (int)u1, (int)u2, (int)u3);
+}
+
 template <int R>
 void q4k_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
   const int64_t nb = w.cols / 256;
   ActQ8_K x[R];
   for (int j = 0; j < R; j++) x[j] = act_q8_K(act + (size_t)j * stride, w.cols);
   const __m256i m4 = _mm256_set1_epi8(15);
+  const __m128i pairs_hi = _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
   KUnpacked u;
   for (int64_t r = r0; r < r1; r++) {
     const quant::block_q4_K* wb = (const quant::block_q4_K*)(w.data + (size_t)r * w.row_bytes);
-    __m256 acc[R];
-    __m128 accm[R];
-    for (int j = 0; j < R; j++) {
-      acc[j] = _mm256_setzero_ps();
-      accm[j] = _mm_setzero_ps();
-    }
+    __m256 acc[R], accm[R];
+    for (int j = 0; j < R; j++) acc[j] = accm[j] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
       const quant::block_q4_K& blk = wb[b];
       uint8_t sm[16];
       q4k_scales_mins(blk.scales, sm);
-      const __m128i mins = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i*)(sm + 8)));
       for (int k = 0; k < 4; k++) {  // 64 elements: low nibbles = sub-block 2k, high = 2k + 1
         const __m256i bits = _mm256_loadu_si256((const __m256i*)(blk.qs + 32 * k));
         u.q[2 * k] = _mm256_and_si256(bits, m4);
@@ -70,19 +80,20 @@ void q4k_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_
         u.sc[2 * k] = _mm256_set1_epi16(sm[2 * k]);
         u.sc[2 * k + 1] = _mm256_set1_epi16(sm[2 * k + 1]);
       }
-      const float dw = h2f(blk.d), dmw = h2f(blk.dmin);
+      // dmin * m_s for the 16 groups of 16 (two per sub-block), against the activations' d * bsums
+      const __m128i mins2 = _mm_shuffle_epi8(q4k_scales_mins_v(blk.scales), pairs_hi);
+      const __m256 dmin = _mm256_set1_ps(h2f(blk.dmin));
+      const __m256 wmin0 = _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(mins2)));
+      const __m256 wmin1 = _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(mins2, 8))));
+      const float dw = h2f(blk.d);
       for (int j = 0; j < R; j++) {
         const __m256i sumi = k_dot(u, x[j].qs + 256 * b);
-        const float dx = x[j].d[b];
-        acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(dw * dx), _mm256_cvtepi32_ps(sumi), acc[j]);
-        // sum over sub-blocks of m_s * (sum of x in the sub-block); bsums hold sums of 16
-        const __m256i bs = _mm256_loadu_si256((const __m256i*)(x[j].bsums + 16 * b));
-        const __m128i s32 = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
-        const __m128i prod = _mm_madd_epi16(mins, s32);
-        accm[j] = _mm_fmadd_ps(_mm_set1_ps(dmw * dx), _mm_cvtepi32_ps(prod), accm[j]);
+        acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(dw * x[j].d[b]), _mm256_cvtepi32_ps(sumi), acc[j]);
+        accm[j] = _mm256_fmadd_ps(wmin0, _mm256_loadu_ps(x[j].dsums + 16 * b), accm[j]);
+        accm[j] = _mm256_fmadd_ps(wmin1, _mm256_loadu_ps(x[j].dsums + 16 * b + 8), accm[j]);
       }
     }
-    for (int j = 0; j < R; j++) y[j * ldy + r] = hsum(acc[j]) - hsum128(accm[j]);
+    for (int j = 0; j < R; j++) y[j * ldy + r] = hsum(acc[j]) - hsum(accm[j]);
   }
 }
 
@@ -97,8 +108,8 @@ void q6k_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_
   KUnpacked u;
   for (int64_t r = r0; r < r1; r++) {
     const quant::block_q6_K* wb = (const quant::block_q6_K*)(w.data + (size_t)r * w.row_bytes);
-    __m256 acc[R];
-    for (int j = 0; j < R; j++) acc[j] = _mm256_setzero_ps();
+    __m256 acc[R], acco[R];
+    for (int j = 0; j < R; j++) acc[j] = acco[j] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
       const quant::block_q6_K& blk = wb[b];
       for (int h = 0; h < 2; h++) {  // 128 elements: chunks 4h..4h+3
@@ -115,17 +126,20 @@ void q6k_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_
       for (int k = 0; k < 8; k++) {  // chunk k: 16 elements with scale 2k, then 16 with 2k + 1
         u.sc[k] = _mm256_set_m128i(_mm_set1_epi16(blk.scales[2 * k + 1]), _mm_set1_epi16(blk.scales[2 * k]));
       }
-      const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i*)blk.scales));
+      const __m128i sc8 = _mm_loadu_si128((const __m128i*)blk.scales);
       const float dw = h2f(blk.d);
+      // the -32 offset: -32 * d * sc_g per group g, against the activations' d * bsums
+      const __m256 m32d = _mm256_set1_ps(-32.f * dw);
+      const __m256 woff0 = _mm256_mul_ps(m32d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc8)));
+      const __m256 woff1 = _mm256_mul_ps(m32d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(sc8, 8))));
       for (int j = 0; j < R; j++) {
-        __m256i sumi = k_dot(u, x[j].qs + 256 * b);
-        // the -32 offset: subtract 32 * sum_g sc_g * (sum of x in group g)
-        const __m256i bs = _mm256_loadu_si256((const __m256i*)(x[j].bsums + 16 * b));
-        sumi = _mm256_sub_epi32(sumi, _mm256_slli_epi32(_mm256_madd_epi16(sc16, bs), 5));
+        const __m256i sumi = k_dot(u, x[j].qs + 256 * b);
         acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(dw * x[j].d[b]), _mm256_cvtepi32_ps(sumi), acc[j]);
+        acco[j] = _mm256_fmadd_ps(woff0, _mm256_loadu_ps(x[j].dsums + 16 * b), acco[j]);
+        acco[j] = _mm256_fmadd_ps(woff1, _mm256_loadu_ps(x[j].dsums + 16 * b + 8), acco[j]);
       }
     }
-    for (int j = 0; j < R; j++) y[j * ldy + r] = hsum(acc[j]);
+    for (int j = 0; j < R; j++) y[j * ldy + r] = hsum(acc[j]) + hsum(acco[j]);
   }
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "model/attention_ops.h"
 #include "model/ops.h"
 
 namespace qd {
@@ -11,70 +12,77 @@ KvCache::KvCache(int n_layer, int n_ctx, int kv_dim)
     : n_layer_(n_layer),
       n_ctx_(n_ctx),
       kv_dim_(kv_dim),
-      k_((size_t)n_layer * n_ctx * kv_dim),
-      v_((size_t)n_layer * n_ctx * kv_dim) {}
+      size_((size_t)n_layer * n_ctx * kv_dim),
+      k_(new uint16_t[size_]),
+      v_(new uint16_t[size_]) {}
 
 void KvCache::store(int il, int pos0, int n, const float* k, const float* v) {
   for (int i = 0; i < n; i++) {
-    model::float_to_half_row(k + (size_t)i * kv_dim_, k_.data() + offset(il, pos0 + i), kv_dim_);
-    model::float_to_half_row(v + (size_t)i * kv_dim_, v_.data() + offset(il, pos0 + i), kv_dim_);
+    model::float_to_half_row(k + (size_t)i * kv_dim_, k_.get() + offset(il, pos0 + i), kv_dim_);
+    model::float_to_half_row(v + (size_t)i * kv_dim_, v_.get() + offset(il, pos0 + i), kv_dim_);
   }
 }
 
 namespace {
 
+// Keys (then values) are converted from F16 this many at a time into a small float buffer.
+constexpr int kKeyChunk = 128;
+
 // One query row against one KV head: the G query heads that share it are done together so each
-// cached key and value row is converted from F16 once.
+// cached key and value row is converted from F16 once. Two passes: scores and their softmax
+// over all visible keys, then the weighted sum of values, each in position order.
 void attend_group(const KvCache& kv, int il, const float* q, int pos, int g, const AttentionShape& sh, float* out) {
   const int hd = sh.head_dim;
   const int G = sh.n_head / sh.n_head_kv;
   const int j0 = sh.window > 0 ? std::max(0, pos - sh.window + 1) : 0;
   const int nk = pos - j0 + 1;
+  const size_t stride = (size_t)kv.kv_dim();
 
   // Per worker thread, grown to the longest context seen, never shrunk: no allocation per token.
   thread_local std::vector<float> buf;
-  if (buf.size() < (size_t)G * nk + hd) buf.resize((size_t)G * nk + hd);
+  const size_t need = (size_t)G * nk + (size_t)kKeyChunk * hd;
+  if (buf.size() < need) buf.resize(need);
   float* scores = buf.data();  // [G][nk]
-  float* row = scores + (size_t)G * nk;
+  float* rows = scores + (size_t)G * nk;  // [kKeyChunk][hd]
 
-  for (int jj = 0; jj < nk; jj++) {
-    model::half_to_float_row(kv.k(il, j0 + jj) + (size_t)g * hd, row, hd);
-    for (int h = 0; h < G; h++) scores[(size_t)h * nk + jj] = sh.scale * model::dot(q + (size_t)h * hd, row, hd);
+  for (int c0 = 0; c0 < nk; c0 += kKeyChunk) {
+    const int m = std::min(kKeyChunk, nk - c0);
+    model::half_to_float_rows(kv.k(il, j0 + c0) + (size_t)g * hd, stride, rows, m, hd);
+    for (int h = 0; h < G; h++) model::scaled_dots(q + (size_t)h * hd, rows, m, hd, sh.scale, scores + (size_t)h * nk + c0);
   }
-  float sums[256];  // G <= n_head / n_head_kv, checked at load (<= 256)
+  float inv_sum[256];  // G <= 256, checked at load
   for (int h = 0; h < G; h++) {
     float* s = scores + (size_t)h * nk;
     float mx = s[0];
-    for (int jj = 1; jj < nk; jj++) mx = std::max(mx, s[jj]);
-    float sum = 0.0f;
-    for (int jj = 0; jj < nk; jj++) {
-      s[jj] = std::exp(s[jj] - mx);
-      sum += s[jj];
-    }
-    sums[h] = sum;
+    for (int j = 1; j < nk; j++) mx = std::max(mx, s[j]);
+    inv_sum[h] = 1.0f / model::exp_shift_sum(s, nk, mx);
     std::fill(out + (size_t)h * hd, out + (size_t)(h + 1) * hd, 0.0f);
   }
-  for (int jj = 0; jj < nk; jj++) {
-    model::half_to_float_row(kv.v(il, j0 + jj) + (size_t)g * hd, row, hd);
-    for (int h = 0; h < G; h++) {
-      const float w = scores[(size_t)h * nk + jj];
-      float* o = out + (size_t)h * hd;
-      for (int d = 0; d < hd; d++) o[d] += w * row[d];
-    }
+  for (int c0 = 0; c0 < nk; c0 += kKeyChunk) {
+    const int m = std::min(kKeyChunk, nk - c0);
+    model::half_to_float_rows(kv.v(il, j0 + c0) + (size_t)g * hd, stride, rows, m, hd);
+    for (int h = 0; h < G; h++) model::weighted_rows_add(scores + (size_t)h * nk + c0, rows, m, hd, out + (size_t)h * hd);
   }
-  for (int h = 0; h < G; h++) model::scale(out + (size_t)h * hd, 1.0f / sums[h], hd);
+  for (int h = 0; h < G; h++) model::scale(out + (size_t)h * hd, inv_sum[h], hd);
 }
 
 }  // namespace
 
 void attention(const KvCache& kv, int il, const float* q, int n, int pos0, const AttentionShape& sh, float* out,
                ThreadPool& pool) {
-  const int G = sh.n_head / sh.n_head_kv;
-  const size_t q_row = (size_t)sh.n_head * sh.head_dim;
-  const size_t group = (size_t)G * sh.head_dim;
-  pool.run(n * sh.n_head_kv, [&](int task) {
-    const int i = task / sh.n_head_kv, g = task % sh.n_head_kv;
-    attend_group(kv, il, q + i * q_row + g * group, pos0 + i, g, sh, out + i * q_row + g * group);
+  struct Args {
+    const KvCache& kv;
+    int il, pos0;
+    const float* q;
+    float* out;
+    const AttentionShape& sh;
+    size_t q_row, group;
+  } a{kv, il, pos0, q, out, sh, (size_t)sh.n_head * sh.head_dim, (size_t)sh.head_dim * (sh.n_head / sh.n_head_kv)};
+  // One captured pointer keeps the std::function in its small buffer: no allocation per call.
+  pool.run(n * sh.n_head_kv, [p = &a](int task) {
+    const int i = task / p->sh.n_head_kv, g = task % p->sh.n_head_kv;
+    const size_t off = i * p->q_row + g * p->group;
+    attend_group(p->kv, p->il, p->q + off, p->pos0 + i, g, p->sh, p->out + off);
   });
 }
 

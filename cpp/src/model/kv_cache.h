@@ -2,6 +2,7 @@
 // Positions past n_past are stale and simply overwritten later, so truncation is free.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "common/thread_pool.h"
@@ -14,20 +15,23 @@ class KvCache {
 
   int n_ctx() const { return n_ctx_; }
   int kv_dim() const { return kv_dim_; }
-  size_t bytes() const { return (k_.size() + v_.size()) * sizeof(uint16_t); }
+  size_t bytes() const { return 2 * size_ * sizeof(uint16_t); }
 
   // Writes n rows of keys and values ([n][kv_dim] floats) at positions pos0..pos0+n-1.
   void store(int il, int pos0, int n, const float* k, const float* v);
 
-  const uint16_t* k(int il, int pos) const { return k_.data() + offset(il, pos); }
-  const uint16_t* v(int il, int pos) const { return v_.data() + offset(il, pos); }
+  const uint16_t* k(int il, int pos) const { return k_.get() + offset(il, pos); }
+  const uint16_t* v(int il, int pos) const { return v_.get() + offset(il, pos); }
 
  private:
   size_t offset(int il, int pos) const { return ((size_t)il * n_ctx_ + (size_t)pos) * kv_dim_; }
 
   int n_layer_, n_ctx_, kv_dim_;
-  std::vector<uint16_t> k_;  // [n_layer][n_ctx][n_head_kv * head_dim]
-  std::vector<uint16_t> v_;  // [n_layer][n_ctx][n_head_kv * head_dim]
+  size_t size_;
+  // Left uninitialised so the OS commits pages only as positions are written; a position is
+  // never read before it is written (attention reads positions < n_past only).
+  std::unique_ptr<uint16_t[]> k_;  // [n_layer][n_ctx][n_head_kv * head_dim]
+  std::unique_ptr<uint16_t[]> v_;  // [n_layer][n_ctx][n_head_kv * head_dim]
 };
 
 struct AttentionShape {

@@ -6,22 +6,8 @@
 
 namespace qd::model {
 
-void half_to_float_row(const uint16_t* src, float* dst, int n) {
-  for (int i = 0; i < n; i++) dst[i] = half_to_float(src[i]);
-}
-
 void float_to_half_row(const float* src, uint16_t* dst, int n) {
   for (int i = 0; i < n; i++) dst[i] = f32_to_fp16(src[i]);
-}
-
-float dot(const float* a, const float* b, int n) {
-  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int i = 0;
-  for (; i + 8 <= n; i += 8) {
-    for (int k = 0; k < 8; k++) acc[k] += a[i + k] * b[i + k];
-  }
-  for (; i < n; i++) acc[i & 7] += a[i] * b[i];
-  return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
 }
 
 void rmsnorm(const float* x, const float* w, int n_rows, int dim, float eps, float* y) {

@@ -1,6 +1,6 @@
 """Tokenizer throughput on ~1 MB of mixed text: quickdraft vs llama.cpp, same files, same text.
 
-    python bench/tokenize.py [--mb 1] [--models smollm2-135m,qwen2.5-coder-0.5b,gemma3-270m]
+    python bench/tokenizer_throughput.py [--mb 1] [--models smollm2-135m,qwen2.5-coder-0.5b,gemma3-270m]
 
 llama.cpp is timed through `llama-tokenize` (QD_LLAMA_TOKENIZE, else /work/peer/build/bin/) as
 (time on the text) - (time on an empty text), i.e. without its model-loading time; or through

@@ -1,0 +1,260 @@
+"""quickdraft vs llama.cpp, one run, same GGUF files, same thread count.
+
+    python bench/compare.py                       # everything (about 15 minutes on 2 cores)
+    python bench/compare.py --only decode --models smollm2-135m --threads 2
+
+Measures, for ours and llama.cpp side by side:
+  decode tok/s (tg, 128 tokens) and pp512 tok/s for each model;
+  the verify cost curve: time of one forward over n = 1..16 tokens after a 64-token context
+    (Qwen2.5-Coder-1.5B), as a multiple of n = 1;
+  greedy speculative tok/s with the Qwen2.5-Coder 0.5B -> 1.5B pair on code / chat / repetitive
+    prompts (ours: Engine with each drafter; llama.cpp: llama-speculative and plain llama-completion);
+  peak RSS of each measuring process (os.wait4).
+Prints tables with ratios (ours / llama.cpp), writes bench/out/compare.json and, when matplotlib
+is installed, bench/out/compare.png. The llama.cpp build comes from bench/peer.py (cached).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import peer  # noqa: E402
+
+from quickdraft import models  # noqa: E402
+
+PROMPTS = {
+    "code": "Write a Python function that checks whether a number is prime, then a function that lists the primes below n.",
+    "chat": "Tell me about the history of the city of Lyon in a few paragraphs.",
+    "repetitive": "Repeat the following list exactly three times: apple, banana, cherry, date, elderberry, fig, grape.",
+}
+VERIFY_NS = [1, 2, 3, 4, 6, 8, 12, 16]
+
+
+# ---------------------------------------------------------------- running a measurement process
+
+def run_measured(cmd: list[str], timeout: float = 1800) -> tuple[str, str, float]:
+    """Run cmd, return (stdout, stderr, peak RSS in MB) of that process alone."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        p = subprocess.Popen(cmd, stdout=out, stderr=err, text=True)
+        t0 = time.time()
+        while True:
+            pid, status, ru = os.wait4(p.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.time() - t0 > timeout:
+                p.kill()
+                raise TimeoutError(" ".join(cmd))
+            time.sleep(0.05)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        so, se = out.read(), err.read()
+    if p.returncode != 0:
+        raise RuntimeError(f"{cmd[0]} failed ({p.returncode}):\n{se[-3000:]}")
+    return so, se, ru.ru_maxrss / 1024
+
+
+# ---------------------------------------------------------------- ours (worker subprocess)
+
+def worker(spec: dict) -> dict:
+    import numpy as np
+
+    import quickdraft
+
+    kind = spec["kind"]
+    if kind == "model":
+        m = quickdraft.Model(models.resolve(spec["model"]), n_ctx=1024, threads=spec["threads"])
+        rng = np.random.default_rng(0)
+        ids = [int(x) for x in rng.integers(100, min(m.n_vocab, 30000), 700)]
+        m.eval_last(ids[:8])  # warm-up: page weights in, start the pool
+        res = {}
+        best = 0.0
+        for _ in range(2):
+            m.reset()
+            t = time.perf_counter()
+            m.eval_last(ids[:512])
+            best = max(best, 512 / (time.perf_counter() - t))
+        res["pp512"] = best
+        m.reset()
+        m.eval_last(ids[:16])
+        t = time.perf_counter()
+        for i in range(16, 16 + 128):
+            m.eval_last(ids[i:i + 1])
+        res["tg128"] = 128 / (time.perf_counter() - t)
+        if spec.get("verify"):
+            curve = {}
+            for n in VERIFY_NS:
+                times = []
+                for rep in range(5):
+                    m.reset()
+                    m.eval_last(ids[:64])
+                    t = time.perf_counter()
+                    m.eval(ids[64:64 + n])
+                    times.append(time.perf_counter() - t)
+                curve[n] = 1000 * sorted(times)[len(times) // 2]
+            res["verify_ms"] = curve
+        return res
+    if kind == "spec":
+        draft = None if spec["draft"] == "none" else spec["draft"]
+        if draft not in (None, "ngram", "self"):
+            draft = str(models.resolve(draft))
+        e = quickdraft.Engine(str(models.resolve(spec["target"])), draft=draft, n_ctx=2048, threads=spec["threads"])
+        prompt = e.tokenizer.apply_chat_template([{"role": "user", "content": spec["prompt"]}], add_generation_prompt=True)
+        e.generate(prompt, max_tokens=8, temperature=0)  # warm-up
+        c = e.generate(prompt, max_tokens=spec["n"], temperature=0)
+        s = c.stats
+        return {"tok_s": s.tokens_per_second, "acceptance": s.acceptance_rate, "tokens": len(c.tokens),
+                "mean_accepted": s.mean_accepted_length}
+    raise ValueError(kind)
+
+
+def ours(spec: dict) -> dict:
+    out, _, rss = run_measured([sys.executable, __file__, "--worker", json.dumps(spec)])
+    res = json.loads(out.strip().splitlines()[-1])
+    res["rss_mb"] = rss
+    return res
+
+
+# ---------------------------------------------------------------- llama.cpp
+
+def llama_bench(bin_dir: Path, path: Path, threads: int, p: str, n: str) -> tuple[list[dict], float]:
+    out, _, rss = run_measured([str(bin_dir / "llama-bench"), "-m", str(path), "-t", str(threads), "-p", p, "-n", n,
+                                "-r", "3", "-o", "json"])
+    return json.loads(out), rss
+
+
+def llama_model(bin_dir: Path, key: str, threads: int, verify: bool) -> dict:
+    path = models.resolve(key)
+    rows, rss = llama_bench(bin_dir, path, threads, "512", "128")
+    res = {"rss_mb": rss}
+    for r in rows:
+        if r["n_prompt"] == 512:
+            res["pp512"] = r["avg_ts"]
+        if r["n_gen"] == 128:
+            res["tg128"] = r["avg_ts"]
+    if verify:
+        rows, _ = llama_bench(bin_dir, path, threads, ",".join(map(str, VERIFY_NS)), "0")
+        res["verify_ms"] = {r["n_prompt"]: r["avg_ns"] / 1e6 for r in rows}
+    return res
+
+
+def chatml(text: str) -> str:
+    return f"<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n" \
+           f"<|im_start|>user\n{text}<|im_end|>\n<|im_start|>assistant\n"
+
+
+def llama_spec(bin_dir: Path, target: str, draft: str | None, prompt: str, threads: int, n: int) -> dict:
+    tp = str(models.resolve(target))
+    if draft:
+        cmd = [str(bin_dir / "llama-speculative"), "-m", tp, "-md", str(models.resolve(draft)), "--spec-draft-n-max", "8"]
+    else:
+        cmd = [str(bin_dir / "llama-completion"), "-m", tp, "-no-cnv"]
+    cmd += ["-p", chatml(prompt), "-n", str(n), "--temp", "0", "-t", str(threads), "-c", "2048", "--no-warmup"]
+    out, err, rss = run_measured(cmd)
+    text = out + err
+    if draft:
+        m = re.search(r"decoded\s+(\d+) tokens in\s+([\d.]+) seconds, speed:\s+([\d.]+) t/s", text)
+        acc = re.search(r"accept\s+=\s+([\d.]+)%", text)
+        return {"tok_s": float(m.group(3)), "acceptance": float(acc.group(1)) / 100 if acc else None, "rss_mb": rss}
+    m = re.search(r"eval time =\s+([\d.]+) ms /\s+(\d+) runs", text)
+    return {"tok_s": 1000 * int(m.group(2)) / float(m.group(1)), "rss_mb": rss}
+
+
+# ---------------------------------------------------------------- report
+
+def ratio(a, b) -> str:
+    return f"{a / b:5.2f}x" if a and b else "    -"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description="quickdraft vs llama.cpp on the same files")
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--models", nargs="*", default=list(models.KNOWN_MODELS))
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--only", choices=["decode", "spec"], default=None)
+    ap.add_argument("--tokens", type=int, default=128, help="tokens generated per speculative run")
+    ap.add_argument("--drafters", default="qwen2.5-coder-0.5b,ngram,self")
+    args = ap.parse_args()
+    if args.worker:
+        print(json.dumps(worker(json.loads(args.worker))))
+        return
+
+    bin_dir = peer.ensure()
+    t = args.threads
+    result = {"threads": t, "date": time.strftime("%Y-%m-%d"), "models": {}, "spec": {}}
+    if args.only in (None, "decode"):
+        print(f"\n## Forward pass, {t} threads (tok/s; RSS MB)\n")
+        print(f"{'model':<20} {'tg ours':>8} {'tg llama':>8} {'ratio':>6}  {'pp512 ours':>10} {'pp512 llama':>11} "
+              f"{'ratio':>6}  {'RSS ours':>8} {'RSS llama':>9}")
+        for key in args.models:
+            verify = key == "qwen2.5-coder-1.5b"
+            o = ours({"kind": "model", "model": key, "threads": t, "verify": verify})
+            p = llama_model(bin_dir, key, t, verify)
+            result["models"][key] = {"ours": o, "llama.cpp": p}
+            print(f"{key:<20} {o['tg128']:8.1f} {p.get('tg128', 0):8.1f} {ratio(o['tg128'], p.get('tg128')):>6}  "
+                  f"{o['pp512']:10.1f} {p.get('pp512', 0):11.1f} {ratio(o['pp512'], p.get('pp512')):>6}  "
+                  f"{o['rss_mb']:8.0f} {p['rss_mb']:9.0f}", flush=True)
+            if verify:
+                print(f"\n  verify cost on {key}: ms for one forward of n tokens (multiple of n=1)")
+                for n in VERIFY_NS:
+                    om, pm = o["verify_ms"][str(n)] if str(n) in o["verify_ms"] else o["verify_ms"][n], p["verify_ms"][n]
+                    o1 = o["verify_ms"].get(1, o["verify_ms"].get("1"))
+                    print(f"  n={n:2d}  ours {om:7.1f} ms ({om / o1:4.2f}x)   llama.cpp {pm:7.1f} ms "
+                          f"({pm / p['verify_ms'][1]:4.2f}x)")
+                print()
+    if args.only in (None, "spec"):
+        target, draft = models.DEFAULT_TARGET, models.DEFAULT_DRAFT
+        print(f"\n## Greedy generation, {target} (draft {draft}), {args.tokens} tokens, {t} threads (tok/s)\n")
+        drafters = ["none"] + args.drafters.split(",")
+        print(f"{'prompt':<11} {'llama plain':>11} {'llama spec':>10} " +
+              " ".join(f"{('ours ' + d.split('-')[-1] if d != 'none' else 'ours plain'):>12}" for d in drafters) +
+              f"  {'best/llama plain':>16} {'best/llama spec':>15}")
+        for name, text in PROMPTS.items():
+            lp = llama_spec(bin_dir, target, None, text, t, args.tokens)
+            ls = llama_spec(bin_dir, target, draft, text, t, args.tokens)
+            row = {}
+            for d in drafters:
+                row[d] = ours({"kind": "spec", "target": target, "draft": d, "prompt": text, "threads": t, "n": args.tokens})
+            result["spec"][name] = {"llama_plain": lp, "llama_spec": ls, "ours": row}
+            best = max(r["tok_s"] for d, r in row.items() if d != "none")
+            print(f"{name:<11} {lp['tok_s']:11.1f} {ls['tok_s']:10.1f} " +
+                  " ".join(f"{row[d]['tok_s']:7.1f} ({(row[d]['acceptance'] or 0) * 100:2.0f}%)"
+                           if d != "none" else f"{row[d]['tok_s']:12.1f}" for d in drafters) +
+                  f"  {ratio(best, lp['tok_s']):>16} {ratio(best, ls['tok_s']):>15}", flush=True)
+    out_dir = HERE / "out"
+    out_dir.mkdir(exist_ok=True)
+    (out_dir / "compare.json").write_text(json.dumps(result, indent=1))
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(7, 4))
+        keys = list(result["models"])
+        xs = range(len(keys))
+        ax.bar([x - 0.2 for x in xs], [result["models"][k]["ours"]["tg128"] for k in keys], 0.4, label="quickdraft")
+        ax.bar([x + 0.2 for x in xs], [result["models"][k]["llama.cpp"].get("tg128", 0) for k in keys], 0.4,
+               label="llama.cpp")
+        ax.set_xticks(list(xs), keys, rotation=15)
+        ax.set_ylabel(f"decode tok/s ({t} threads)")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(out_dir / "compare.png", dpi=100)
+    except ImportError:
+        print("(matplotlib not installed: no plot)")
+    print(f"\nsaved {out_dir / 'compare.json'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,58 @@
+"""Find or build the llama.cpp peer (bundled in the llama-cpp-python 0.3.36 source package).
+
+    python bench/peer.py            # prints the bin folder, building it first if needed (~5 min on 2 cores)
+
+The build is cached in $QUICKDRAFT_PEER (default ~/.cache/quickdraft/peer), outside the repo.
+$QD_LLAMA_CPP_BIN points at an existing build's bin folder instead.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+VERSION = "0.3.36"
+TARGETS = ["llama-bench", "llama-completion", "llama-speculative", "llama-speculative-simple", "llama-lookup",
+           "llama-tokenize"]
+
+
+def peer_dir() -> Path:
+    return Path(os.environ.get("QUICKDRAFT_PEER") or Path.home() / ".cache" / "quickdraft" / "peer")
+
+
+def find_bin() -> Path | None:
+    for cand in (os.environ.get("QD_LLAMA_CPP_BIN"), peer_dir() / "build" / "bin"):
+        if cand and (Path(cand) / "llama-bench").exists():
+            return Path(cand)
+    return None
+
+
+def build() -> Path:
+    root = peer_dir()
+    root.mkdir(parents=True, exist_ok=True)
+    sdist = root / f"llama_cpp_python-{VERSION}.tar.gz"
+    if not sdist.exists():
+        # --no-build-isolation: pip must not build the sdist's own build tools from source.
+        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+                        "--no-build-isolation", "-d", str(root), f"llama-cpp-python=={VERSION}"], check=True)
+    src = root / f"llama_cpp_python-{VERSION}"
+    if not src.exists():
+        with tarfile.open(sdist) as t:
+            t.extractall(root)
+    build_dir = root / "build"
+    subprocess.run(["cmake", "-S", str(src / "vendor" / "llama.cpp"), "-B", str(build_dir), "-DGGML_NATIVE=ON",
+                    "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF", "-DLLAMA_USE_PREBUILT_UI=OFF", "-DLLAMA_BUILD_TESTS=OFF",
+                    "-DCMAKE_BUILD_TYPE=Release"], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(["cmake", "--build", str(build_dir), "-j2", "--target", *TARGETS], check=True)
+    return build_dir / "bin"
+
+
+def ensure() -> Path:
+    return find_bin() or build()
+
+
+if __name__ == "__main__":
+    print(ensure())

@@ -1,0 +1,22 @@
+// quickdraft._core.cpu_features(): what run-time detection saw (CPUID on x86-64, AT_HWCAP on
+// aarch64), so users and tests can see why an ISA was or was not chosen.
+#include <pybind11/pybind11.h>
+
+#include "common/cpu_features.h"
+
+namespace py = pybind11;
+
+void register_cpu(py::module_& m) {
+  m.def(
+      "cpu_features",
+      [] {
+        const qd::CpuFeatures& f = qd::cpu_features();
+        py::dict d;
+        d["avx2"] = f.avx2, d["fma"] = f.fma, d["f16c"] = f.f16c;
+        d["avx512f"] = f.avx512f, d["avx512bw"] = f.avx512bw, d["avx512vl"] = f.avx512vl;
+        d["avx512dq"] = f.avx512dq, d["avx512vnni"] = f.avx512vnni, d["avx_vnni"] = f.avx_vnni;
+        d["asimd"] = f.neon, d["asimddp"] = f.dotprod, d["i8mm"] = f.i8mm, d["fp16"] = f.fp16;
+        return d;
+      },
+      "CPU features detected at run time: {name: bool} (x86-64 and aarch64 names).");
+}

@@ -1,0 +1,48 @@
+// The inner loops of attention over an F16 KV cache, each with a portable version and an
+// AVX2/F16C version chosen once at run time. Both versions perform the same float operations
+// in the same order (no fused multiply-add), so they give the same bits.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+namespace qd::model {
+
+// Exact IEEE half -> float without branches; agrees with qd::fp16_to_f32 on all 65,536 inputs
+// (the method of Maratos' FP16 library).
+inline float half_to_float(uint16_t h) {
+  const uint32_t w = (uint32_t)h << 16;
+  const uint32_t sign = w & 0x80000000u;
+  const uint32_t two_w = w + w;
+  const uint32_t nbits = (two_w >> 4) + (0xE0u << 23);
+  float normalized;
+  std::memcpy(&normalized, &nbits, 4);
+  normalized *= 0x1.0p-112f;
+  const uint32_t dbits = (two_w >> 17) | (126u << 23);
+  float denormalized;
+  std::memcpy(&denormalized, &dbits, 4);
+  denormalized -= 0.5f;
+  uint32_t nb, db;
+  std::memcpy(&nb, &normalized, 4);
+  std::memcpy(&db, &denormalized, 4);
+  const uint32_t bits = sign | (two_w < (1u << 27) ? db : nb);
+  float out;
+  std::memcpy(&out, &bits, 4);
+  return out;
+}
+
+// dst[r][0..n) = the n halves at src + r * src_stride, for r < rows.
+void half_to_float_rows(const uint16_t* src, size_t src_stride, float* dst, int rows, int n);
+
+// out[r] = scale * (q . k[r]) for r < rows; k rows are n floats apart. Each dot keeps eight
+// partial sums (lane i % 8) reduced pairwise in a fixed order.
+void scaled_dots(const float* q, const float* k, int rows, int n, float scale, float* out);
+
+// x[i] = exp(x[i] - shift) for i < n (shift >= every x[i]); returns their sum, taken in eight
+// lanes (i % 8) reduced in a fixed order.
+float exp_shift_sum(float* x, int n, float shift);
+
+// out[d] += w[r] * v[r][d] for r = 0, 1, ... rows-1 in that order; v rows are n floats apart.
+void weighted_rows_add(const float* w, const float* v, int rows, int n, float* out);
+
+}  // namespace qd::model

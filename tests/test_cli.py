@@ -1,0 +1,95 @@
+"""The `quickdraft` command line, driven as a user would: subprocesses, stdin for chat."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+SMOL = "smollm2-135m"
+
+
+def qd(*args: str, stdin: str | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    return subprocess.run([sys.executable, "-m", "quickdraft", *args], input=stdin, capture_output=True, text=True,
+                          timeout=timeout, env=env)
+
+
+def test_help_lists_every_command():
+    r = qd("--help")
+    assert r.returncode == 0
+    for cmd in ("run", "chat", "bench", "inspect", "fetch", "models"):
+        assert cmd in r.stdout
+
+
+def test_models_lists_known_keys():
+    r = qd("models")
+    assert r.returncode == 0
+    for key in ("smollm2-135m", "gemma3-270m", "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"):
+        assert key in r.stdout
+
+
+@pytest.mark.real
+def test_inspect_by_key_and_path(model_path):
+    path = model_path("qwen2.5-coder-0.5b")
+    by_path = qd("inspect", str(path))
+    by_key = qd("inspect", "qwen2.5-coder-0.5b")
+    assert by_path.returncode == 0 and by_key.returncode == 0
+    assert "architecture:    qwen2" in by_path.stdout and "Q5_0" in by_path.stdout
+    assert by_path.stdout.splitlines()[1:] == by_key.stdout.splitlines()[1:]
+
+
+def test_inspect_bad_file_is_a_clean_error(tmp_path):
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(b"GGUF\x03\x00\x00\x00" + b"\xff" * 8)
+    r = qd("inspect", str(bad))
+    assert r.returncode == 2
+    assert "bad.gguf" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.real
+@pytest.mark.parametrize("draft", ["ngram", SMOL, "none"])
+def test_run_streams_text_and_stats(model_path, draft):
+    model_path(SMOL)
+    r = qd("run", "Write a haiku about the sea.", "--target", SMOL, "--draft", draft, "--max-tokens", "24",
+           "--threads", "2")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip(), "no generated text on stdout"
+    assert "tok/s" in r.stderr and "finish:" in r.stderr
+
+
+@pytest.mark.real
+def test_run_compare_prints_speedup(model_path):
+    model_path(SMOL)
+    r = qd("run", "List the days of the week.", "--target", SMOL, "--draft", "ngram", "--max-tokens", "16", "--compare")
+    assert r.returncode == 0, r.stderr
+    assert "speedup over plain decoding" in r.stderr
+
+
+@pytest.mark.real
+def test_bench_prints_a_table(model_path):
+    model_path(SMOL)
+    r = qd("bench", "--target", SMOL, "--drafters", "ngram", "--prompt", "Count from one to ten.", "--max-tokens", "16")
+    assert r.returncode == 0, r.stderr
+    lines = [ln for ln in r.stdout.splitlines() if ln.strip()]
+    assert lines[0].split()[:3] == ["drafter", "prompt", "tok/s"]
+    assert any(ln.startswith("none") for ln in lines) and any(ln.startswith("ngram") for ln in lines)
+
+
+@pytest.mark.real
+def test_chat_through_stdin(model_path):
+    model_path(SMOL)
+    r = qd("chat", "--target", SMOL, "--draft", "ngram", "--max-tokens", "16", "--temperature", "0",
+           stdin="Hello!\n/stats\n/reset\nWhat is 2+2?\n/exit\n")
+    assert r.returncode == 0, r.stderr
+    assert "history cleared" in r.stderr
+    assert "tok/s" in r.stderr  # /stats after the first reply
+    assert len([ln for ln in r.stdout.splitlines() if ln.strip()]) >= 2  # two replies
+
+
+def test_unknown_model_is_a_clean_error():
+    r = qd("run", "hi", "--target", "no-such-model", "--draft", "none")
+    assert r.returncode == 2
+    assert "no-such-model" in r.stderr and "Traceback" not in r.stderr
