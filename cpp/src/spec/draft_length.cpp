@@ -14,6 +14,13 @@ namespace {
 // at once, a difference in shape only through many measurements.
 constexpr double kLevel = 0.2;
 constexpr double kShape = 0.02;
+
+// The shape weight of the n-th measurement of an entry: a running (geometric) mean at first,
+// so that one unlucky early timing does not set the shape for long, then kShape.
+double shape_weight(int* count) {
+  *count += 1;
+  return std::max(kShape, 1.0 / *count);
+}
 constexpr double kPriorSlope = 0.15; // c_v(n) ~ c_v(1) * (1 + slope * (n - 1)) until measured
 }  // namespace
 
@@ -23,6 +30,7 @@ DraftLength::DraftLength(int n_sources, const DraftLengthOptions& opt) : opt_(op
   if (opt.probe_every < 1) throw ArgError("probe_every must be >= 1");
   if (!(opt.probe_budget > 0.0)) throw ArgError("probe_budget must be > 0");
   c_v_.assign(opt.draft_max + 2, -1.0);
+  n_v_.assign(opt.draft_max + 2, 0);
 }
 
 double DraftLength::alpha(int source) const {
@@ -108,10 +116,11 @@ void DraftLength::record_draft(int source, int n_drafted, double seconds_per_tok
   if (n_drafted <= 0 || !(seconds_per_token > 0.0)) return;
   if (s.c_d <= 0.0) {
     s.c_d = seconds_per_token;
+    s.n_d = 1;
     return;
   }
   rescale(seconds_per_token / s.c_d);
-  s.c_d *= std::pow(seconds_per_token / s.c_d, kShape);
+  s.c_d *= std::pow(seconds_per_token / s.c_d, shape_weight(&s.n_d));
 }
 
 void DraftLength::record_verify(int source, int n_rows, int n_accepted, double seconds) {
@@ -119,7 +128,12 @@ void DraftLength::record_verify(int source, int n_rows, int n_accepted, double s
     const double estimate = verify_cost(n_rows);
     if (estimate > 0.0) rescale(seconds / estimate);
     double& c = c_v_[n_rows];
-    c = c <= 0.0 ? seconds : c * std::pow(seconds / c, kShape);
+    if (c <= 0.0) {
+      c = seconds;
+      n_v_[n_rows] = 1;
+    } else {
+      c *= std::pow(seconds / c, shape_weight(&n_v_[n_rows]));
+    }
   }
   const int n_drafted = n_rows - 1;
   if (n_drafted <= 0) return;

@@ -24,7 +24,7 @@ struct DraftLengthOptions {
   double prior_weight = 2.0;   // ... worth this many observed tokens
   double decay = 0.95;         // per step: older evidence fades (acceptance drifts with the text)
   int probe_every = 4;         // fewest steps at k = 0 between probes
-  double probe_budget = 0.02;  // share of the time probes may cost
+  double probe_budget = 0.05;  // share of the time probes may cost
   int probe_length = 2;
 };
 
@@ -53,7 +53,8 @@ class DraftLength {
  private:
   struct Source {
     double accepted = 0.0, rejected = 0.0;  // decayed counts of kept / refused draft tokens
-    double c_d = -1.0;                      // seconds per drafted token (EMA), < 0 unknown
+    double c_d = -1.0;                      // seconds per drafted token, < 0 unknown
+    int n_d = 0;                            // measurements of c_d
     int idle_steps = 0;                     // consecutive steps at k = 0
     int failed_probes = 0;                  // probes since drafting last paid
   };
@@ -61,7 +62,8 @@ class DraftLength {
 
   DraftLengthOptions opt_;
   std::vector<Source> src_;
-  std::vector<double> c_v_;                 // [draft_max + 2] EMA of verify seconds by rows, < 0 unknown
+  std::vector<double> c_v_;                 // [draft_max + 2] verify seconds by rows, < 0 unknown
+  std::vector<int> n_v_;                    // [draft_max + 2] measurements of each
 };
 
 }  // namespace qd::spec
