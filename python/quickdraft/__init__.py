@@ -1,6 +1,7 @@
 """quickdraft: exact speculative decoding for quantized GGUF models on the CPU."""
 
 from ._core import GGUFError, IncompatibleModelsError, QuickdraftError, UnsupportedError
+from .engine import Completion, Engine, Piece, Stats, Stream
 from ._core import current_isa, isa_available
 from .gguf_file import GGUFFile, TensorInfo
 from .inspect import inspect
@@ -11,6 +12,11 @@ from . import chat
 __version__ = "0.1.0"
 
 __all__ = [
+    "Completion",
+    "Engine",
+    "Piece",
+    "Stats",
+    "Stream",
     "Context",
     "GGUFError",
     "GGUFFile",
