@@ -62,6 +62,7 @@ class Stats:
     seed: int = 0
 
     def as_dict(self) -> dict:
+        """The stats as a plain dict (JSON-friendly)."""
         return asdict(self)
 
 
@@ -185,6 +186,7 @@ class Engine:
         return self._engine().tokenize(text, add_special, True)
 
     def detokenize(self, tokens: Sequence[int]) -> str:
+        """Text of token ids (invalid UTF-8 becomes U+FFFD)."""
         return self._engine().detokenize([int(t) for t in tokens])
 
     # -- generation -----------------------------------------------------------------------
