@@ -6,6 +6,7 @@
 namespace py = pybind11;
 
 void register_gguf(py::module_& m);
+void register_engine(py::module_& m);
 void register_model(py::module_& m);
 void register_kernels(py::module_& m);
 void register_tokenizer(py::module_& m);
@@ -35,6 +36,7 @@ PYBIND11_MODULE(_core, m) {
   });
 
   register_gguf(m);
+  register_engine(m);
   register_model(m);
   register_kernels(m);
   register_tokenizer(m);

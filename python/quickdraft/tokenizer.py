@@ -113,6 +113,7 @@ class Tokenizer:
         return list(self._t.eog_ids)
 
     def is_eog(self, token_id: int) -> bool:
+        """True for end-of-generation ids (EOS and every end-of-turn token)."""
         return self._t.is_eog(token_id)
 
     @property

@@ -1,0 +1,116 @@
+"""Plain vs speculative decoding on code / chat / repetitive prompts, one table.
+
+    python bench/speculative.py                                   # Qwen2.5-Coder 1.5B <- 0.5B, 2 threads
+    python bench/speculative.py --target smollm2-135m --draft smollm2-135m --drafters ngram,self,model
+    python bench/speculative.py --temperature 0.7 --seed 1 --json bench/out/spec.json
+
+Prints, per prompt: plain tokens/s, then per drafter its tokens/s, the ratio to plain, the
+acceptance rate, the mean number of draft tokens accepted per round and the mean draft length.
+All engines stay loaded and take turns, so load changes on a shared machine hit each alike;
+with --reps N each cell shows the median of N runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+# bench/ holds tokenize.py, which would shadow the standard library's tokenize module.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+
+from quickdraft import Engine  # noqa: E402
+
+PROMPTS = {
+    "code": "Write a Python function `merge_sort(items)` that sorts a list with merge sort, with a docstring "
+            "and type hints, then a second function that checks it on random lists.\n\n```python\n",
+    "chat": "Explain to a new employee, in a friendly tone, why the office is switching from paper forms to an "
+            "online system, and what will change in their daily work.",
+    "repetitive": "Fill in the table, one line per month, keeping exactly this format.\n"
+                  "| month | days | quarter |\n|---|---|---|\n| January | 31 | Q1 |\n| February | 28 | Q1 |\n",
+}
+
+
+def chat_prompt(engine: Engine, text: str):
+    try:
+        return engine.tokenizer.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True)
+    except Exception:  # no chat template: plain text
+        return text
+
+
+def drafter_arg(name: str, draft: str):
+    return {"none": None, "ngram": "ngram", "self": "self", "model": draft, "hybrid": ("hybrid", draft)}[name]
+
+
+def run(args) -> list[dict]:
+    """All engines stay loaded and take turns per prompt and repetition, so that a change in
+    the machine's load hits every drafter alike; each cell reports its median run."""
+    drafters = ["none"] + [d for d in args.drafters.split(",") if d and d != "none"]
+    engines = {}
+    for drafter in drafters:
+        engines[drafter] = Engine(args.target, draft=drafter_arg(drafter, args.draft), n_ctx=args.n_ctx,
+                                  threads=args.threads, draft_max=args.draft_max, p_min=args.p_min)
+    kw = dict(max_tokens=args.max_tokens, temperature=args.temperature, seed=args.seed, ignore_eos=True)
+    for engine in engines.values():
+        engine.generate("Hello", **{**kw, "max_tokens": 4})  # warm-up: page cache, thread pools
+    runs: dict = {}
+    for rep in range(args.reps):
+        for name in args.prompts.split(","):
+            for drafter, engine in engines.items():
+                c = engine.generate(chat_prompt(engine, PROMPTS[name]), **kw)
+                s = c.stats
+                runs.setdefault((name, drafter), []).append(dict(
+                    prompt=name, drafter=drafter, tokens=s.generated_tokens, tps=s.tokens_per_second,
+                    acceptance=s.acceptance_rate, mean_accepted=s.mean_accepted_length,
+                    mean_draft=(s.drafted / s.steps if s.steps else 0.0), drafted=s.drafted,
+                    time_draft=s.time_draft, time_verify=s.time_verify, time_sampling=s.time_sampling))
+                print(f"  rep {rep} {drafter:>7} {name:<11} {s.tokens_per_second:7.2f} tok/s  "
+                      f"accept {100 * s.acceptance_rate:5.1f} %", file=sys.stderr, flush=True)
+    rows = []
+    for cell in runs.values():
+        cell.sort(key=lambda r: r["tps"])
+        rows.append(cell[len(cell) // 2])
+    return rows
+
+
+def print_table(rows, args) -> None:
+    plain = {r["prompt"]: r["tps"] for r in rows if r["drafter"] == "none"}
+    print(f"target {args.target}, draft {args.draft}, {args.threads} threads, {args.max_tokens} tokens, "
+          f"temperature {args.temperature}, draft_max {args.draft_max}, p_min {args.p_min}")
+    print(f"{'prompt':<11} {'drafter':<8} {'tok/s':>8} {'vs plain':>9} {'accept':>7} {'acc/round':>9} "
+          f"{'draft len':>9} {'t_draft':>8} {'t_verify':>8}")
+    for r in sorted(rows, key=lambda r: (r["prompt"], r["drafter"] != "none")):
+        ratio = r["tps"] / plain[r["prompt"]] if plain.get(r["prompt"]) else float("nan")
+        print(f"{r['prompt']:<11} {r['drafter']:<8} {r['tps']:8.2f} {ratio:8.2f}x {100 * r['acceptance']:6.1f}% "
+              f"{r['mean_accepted']:9.2f} {r['mean_draft']:9.2f} {r['time_draft']:7.2f}s {r['time_verify']:7.2f}s")
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--target", default="qwen2.5-coder-1.5b")
+    p.add_argument("--draft", default="qwen2.5-coder-0.5b", help="draft model for the model / hybrid drafters")
+    p.add_argument("--drafters", default="ngram,self,model,hybrid")
+    p.add_argument("--prompts", default=",".join(PROMPTS))
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--n-ctx", type=int, default=1024)
+    p.add_argument("--max-tokens", type=int, default=128)
+    p.add_argument("--temperature", type=float, default=0.0)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--draft-max", type=int, default=8)
+    p.add_argument("--p-min", type=float, default=0.5)
+    p.add_argument("--reps", type=int, default=1, help="runs per cell (the median is shown)")
+    p.add_argument("--json", default=None, help="also write the rows to this file")
+    args = p.parse_args(argv)
+    rows = run(args)
+    print_table(rows, args)
+    if args.json:
+        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+        Path(args.json).write_text(json.dumps(dict(args=vars(args), rows=rows), indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

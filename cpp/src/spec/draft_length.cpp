@@ -1,0 +1,145 @@
+#include "spec/draft_length.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "common/error.h"
+
+namespace qd::spec {
+
+namespace {
+// A new timing moves the level of every cost estimate by kLevel (in log space) and the
+// measured entry's share of the shape by kShape: a load change shows up at every row count
+// at once, a difference in shape only through many measurements.
+constexpr double kLevel = 0.2;
+constexpr double kShape = 0.02;
+
+// The shape weight of the n-th measurement of an entry: a running (geometric) mean at first,
+// so that one unlucky early timing does not set the shape for long, then kShape.
+double shape_weight(int* count) {
+  *count += 1;
+  return std::max(kShape, 1.0 / *count);
+}
+constexpr double kPriorSlope = 0.15; // c_v(n) ~ c_v(1) * (1 + slope * (n - 1)) until measured
+}  // namespace
+
+DraftLength::DraftLength(int n_sources, const DraftLengthOptions& opt) : opt_(opt), src_(n_sources) {
+  if (opt.draft_max < 0 || opt.draft_max > 64)
+    throw ArgError("draft_max must be in [0, 64], got " + std::to_string(opt.draft_max));
+  if (opt.probe_every < 1) throw ArgError("probe_every must be >= 1");
+  if (!(opt.probe_budget > 0.0)) throw ArgError("probe_budget must be > 0");
+  c_v_.assign(opt.draft_max + 2, -1.0);
+  n_v_.assign(opt.draft_max + 2, 0);
+}
+
+double DraftLength::alpha(int source) const {
+  const Source& s = src_[source];
+  const double a = (s.accepted + opt_.alpha_prior * opt_.prior_weight) / (s.accepted + s.rejected + opt_.prior_weight);
+  return std::clamp(a, 0.0, 0.995);
+}
+
+double DraftLength::verify_cost(int n) const {
+  if (n < 1 || n >= (int)c_v_.size()) return -1.0;
+  if (c_v_[n] > 0.0) return c_v_[n];
+  // Interpolate between the nearest measured row counts; extrapolate with the prior slope.
+  int lo = n - 1, hi = n + 1;
+  while (lo >= 1 && c_v_[lo] <= 0.0) lo--;
+  while (hi < (int)c_v_.size() && c_v_[hi] <= 0.0) hi++;
+  const bool has_lo = lo >= 1, has_hi = hi < (int)c_v_.size();
+  if (has_lo && has_hi) return c_v_[lo] + (c_v_[hi] - c_v_[lo]) * (n - lo) / (hi - lo);
+  const int m = has_lo ? lo : has_hi ? hi : -1;
+  if (m < 0) return -1.0;
+  const double base = c_v_[m] / (1.0 + kPriorSlope * (m - 1));
+  return base * (1.0 + kPriorSlope * (n - 1));
+}
+
+double DraftLength::rate(int source, int k) const {
+  const double a = alpha(source);
+  const double tokens = (1.0 - std::pow(a, k + 1)) / (1.0 - a);
+  const double cv = verify_cost(k + 1);
+  const double cd = k == 0 ? 0.0 : src_[source].c_d;
+  if (cv <= 0.0 || cd < 0.0) return -1.0;
+  return tokens / (k * cd + cv);
+}
+
+int DraftLength::next(int source) {
+  Source& s = src_[source];
+  const int kmax = opt_.draft_max;
+  if (!opt_.adaptive || kmax == 0) return kmax;
+  // Until both costs are known, draft a middling amount so that they get measured.
+  if (s.c_d < 0.0 || verify_cost(1) < 0.0) return std::min(kmax, 4);
+  int best = 0;
+  double best_rate = rate(source, 0);
+  for (int k = 1; k <= kmax; k++) {
+    const double r = rate(source, k);
+    if (r > best_rate) best = k, best_rate = r;
+  }
+  if (best > 0) {
+    s.idle_steps = 0;
+    s.failed_probes = 0;
+    return best;
+  }
+  if (++s.idle_steps >= probe_interval(source)) {
+    s.idle_steps = 0;
+    s.failed_probes = std::min(s.failed_probes + 1, 5);
+    return std::min(kmax, opt_.probe_length);
+  }
+  return 0;
+}
+
+int DraftLength::probe_interval(int source) const {
+  const Source& s = src_[source];
+  const int kp = std::min(opt_.draft_max, opt_.probe_length);
+  const double c1 = verify_cost(1);
+  if (c1 <= 0.0 || s.c_d < 0.0) return opt_.probe_every;
+  const double cost = std::max(0.0, kp * s.c_d + verify_cost(kp + 1) - c1);
+  const double base = std::clamp(cost / (opt_.probe_budget * c1), (double)opt_.probe_every, 4096.0);
+  return (int)std::min(base * (1 << s.failed_probes), 65536.0);
+}
+
+void DraftLength::new_sequence() {
+  for (Source& s : src_) s.idle_steps = 0, s.failed_probes = 0;
+}
+
+void DraftLength::rescale(double factor) {
+  if (!(factor > 0.0) || !std::isfinite(factor)) return;
+  const double g = std::pow(factor, kLevel);
+  for (double& c : c_v_)
+    if (c > 0.0) c *= g;
+  for (Source& s : src_)
+    if (s.c_d > 0.0) s.c_d *= g;
+}
+
+void DraftLength::record_draft(int source, int n_drafted, double seconds_per_token) {
+  Source& s = src_[source];
+  if (n_drafted <= 0 || !(seconds_per_token > 0.0)) return;
+  if (s.c_d <= 0.0) {
+    s.c_d = seconds_per_token;
+    s.n_d = 1;
+    return;
+  }
+  rescale(seconds_per_token / s.c_d);
+  s.c_d *= std::pow(seconds_per_token / s.c_d, shape_weight(&s.n_d));
+}
+
+void DraftLength::record_verify(int source, int n_rows, int n_accepted, double seconds) {
+  if (n_rows >= 1 && n_rows < (int)c_v_.size() && seconds > 0.0) {
+    const double estimate = verify_cost(n_rows);
+    if (estimate > 0.0) rescale(seconds / estimate);
+    double& c = c_v_[n_rows];
+    if (c <= 0.0) {
+      c = seconds;
+      n_v_[n_rows] = 1;
+    } else {
+      c *= std::pow(seconds / c, shape_weight(&n_v_[n_rows]));
+    }
+  }
+  const int n_drafted = n_rows - 1;
+  if (n_drafted <= 0) return;
+  Source& s = src_[source];
+  s.accepted = s.accepted * opt_.decay + n_accepted;
+  s.rejected = s.rejected * opt_.decay + (n_accepted < n_drafted ? 1.0 : 0.0);
+}
+
+}  // namespace qd::spec

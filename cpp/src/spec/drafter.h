@@ -1,0 +1,43 @@
+// Drafters propose the next few tokens cheaply; the target then checks them in one batch.
+//
+//   NgramDrafter   prompt lookup over the whole context (no model, no extra memory)
+//   ModelDrafter   a small model, or the target itself with layers skipped (self-speculation)
+//   HybridDrafter  the n-gram proposal when there is one, the model otherwise
+// "No drafter" is plain decoding through the same loop (the generator takes a null Drafter).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "sampling/logit_processor.h"
+#include "sampling/rng.h"
+#include "spec/verifier.h"
+
+namespace qd::spec {
+
+// What a drafter needs to draw its tokens the way the verifier expects them.
+struct DraftRequest {
+  int k = 0;                                 // at most this many tokens
+  const sampling::SamplerParams* params = nullptr;
+  sampling::Rng* rng = nullptr;              // the generator's, so one seed fixes the whole run
+  float p_min = 0.0f;                        // stop when the drafter's top probability falls below
+  int n_target_vocab = 0;                    // never propose ids >= this
+};
+
+class Drafter {
+ public:
+  virtual ~Drafter() = default;
+  virtual const char* name() const = 0;
+  // Number of proposal sources whose acceptance and cost are tracked separately.
+  virtual int n_sources() const { return 1; }
+  // The source the next proposal for `history` will come from (hybrid: 1 if n-gram matches).
+  virtual int next_source(const std::vector<int32_t>& history) { return 0; }
+  // Proposes up to req.k tokens continuing history (history is never empty). A drafter with
+  // a KV cache brings it in line with history first: it drops what the target rejected and
+  // evaluates what it did not produce itself.
+  virtual void propose(const std::vector<int32_t>& history, const DraftRequest& req, Draft* out) = 0;
+  // Prompt processing: evaluates up to max_tokens more of history[:-1] into the drafter's KV
+  // cache (a batched pass, no logits). Returns true when nothing is left to evaluate.
+  virtual bool prefill(const std::vector<int32_t>& history, int max_tokens) { return true; }
+};
+
+}  // namespace qd::spec

@@ -1,0 +1,27 @@
+// The n-gram proposal when the history has a match, the draft model otherwise. Source 0 is the
+// model and source 1 the n-gram lookup, so the draft-length controller learns each separately.
+#pragma once
+#include <memory>
+
+#include "spec/drafter_model.h"
+#include "spec/drafter_ngram.h"
+
+namespace qd::spec {
+
+class HybridDrafter : public Drafter {
+ public:
+  HybridDrafter(std::unique_ptr<ModelDrafter> model, NgramDrafter ngram);
+  const char* name() const override { return "hybrid"; }
+  int n_sources() const override { return 2; }
+  int next_source(const std::vector<int32_t>& history) override;
+  void propose(const std::vector<int32_t>& history, const DraftRequest& req, Draft* out) override;
+  bool prefill(const std::vector<int32_t>& history, int max_tokens) override {
+    return model_->prefill(history, max_tokens);
+  }
+
+ private:
+  std::unique_ptr<ModelDrafter> model_;
+  NgramDrafter ngram_;
+};
+
+}  // namespace qd::spec

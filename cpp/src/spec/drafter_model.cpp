@@ -1,0 +1,116 @@
+#include "spec/drafter_model.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "common/error.h"
+
+namespace qd::spec {
+
+namespace {
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+}  // namespace
+
+ModelDrafter::ModelDrafter(std::unique_ptr<LogitSource> model, std::string name, int max_lag)
+    : model_(std::move(model)), name_(std::move(name)), max_lag_(max_lag) {
+  if (!model_) throw ArgError("ModelDrafter: no model");
+  if (max_lag < 1) throw ArgError("ModelDrafter: max_lag must be >= 1");
+  logits_.resize(model_->n_vocab());
+}
+
+void ModelDrafter::reset(size_t offset) {
+  model_->truncate(0);
+  cached_.clear();
+  offset_ = offset;
+}
+
+void ModelDrafter::sync(const std::vector<int32_t>& history) {
+  if (offset_ + 1 > history.size()) return reset(0);
+  size_t keep = 0;
+  const size_t limit = std::min(cached_.size(), history.size() - 1 - offset_);
+  while (keep < limit && cached_[keep] == history[offset_ + keep]) keep++;
+  if (keep < cached_.size()) {
+    model_->truncate((int)keep);
+    cached_.resize(keep);
+  }
+}
+
+bool ModelDrafter::prefill(const std::vector<int32_t>& history, int max_tokens) {
+  if (offset_ != 0) reset(0);  // a new prompt gets the whole context again
+  sync(history);
+  const int todo = (int)(history.size() - 1 - cached_.size());
+  const int n = std::min(todo, max_tokens);
+  if (n > 0) {
+    model_->eval(history.data() + cached_.size(), n, nullptr, false);
+    cached_.insert(cached_.end(), history.begin() + cached_.size(), history.begin() + cached_.size() + n);
+  }
+  return n == todo;
+}
+
+int ModelDrafter::catch_up(const std::vector<int32_t>& history, double* seconds) {
+  // The cache keeps what it shares with history, but at least the last token is evaluated
+  // again: its logits are the ones the next draft token comes from.
+  sync(history);
+  if (history.size() - offset_ - cached_.size() > (size_t)max_lag_) {
+    // Far behind (after plain steps): catching up on everything would cost more than the
+    // drafts can win back, so continue from the recent tokens only. Any q is exact for the
+    // verifier; a shorter context only lowers acceptance.
+    reset(history.size() - max_lag_);
+  }
+  const size_t keep = offset_ + cached_.size();
+  const double t0 = now();
+  model_->eval(history.data() + keep, (int)(history.size() - keep), logits_.data(), /*last_only=*/true);
+  *seconds = now() - t0;
+  cached_.insert(cached_.end(), history.begin() + keep, history.end());
+  return (int)(history.size() - keep);
+}
+
+void ModelDrafter::propose(const std::vector<int32_t>& history, const DraftRequest& req, Draft* out) {
+  out->clear();
+  // Room for the drafted tokens we evaluate (all but the last) in the draft's own context.
+  const int k = std::min(req.k, model_->n_ctx() - (int)history.size() + 1);
+  if (k <= 0) return;
+  double catch_up_seconds = 0.0, step_seconds = 0.0;
+  const int n_caught_up = catch_up(history, &catch_up_seconds);
+  int n_steps = 0;
+  const int n_vocab = model_->n_vocab();
+  const int n_allowed = std::min(n_vocab, req.n_target_vocab);
+  sampling::LogitProcessor proc(*req.params);
+  ctx_.assign(history.begin(), history.end());
+  const bool greedy = req.params->greedy();
+  Distribution q;
+  const double t_loop = now();
+  for (int i = 0; i < k; i++) {
+    int32_t x;
+    float top = 1.0f;
+    if (greedy) {
+      x = proc.argmax(logits_.data(), n_vocab, ctx_.data(), ctx_.size(), req.p_min > 0.0f ? &top : nullptr, n_allowed);
+    } else {
+      proc.process(logits_.data(), n_vocab, ctx_.data(), ctx_.size(), &q, n_allowed);
+      top = q.max_prob();
+      x = sampling::sample(q, *req.rng);
+    }
+    if (top < req.p_min) break;
+    out->tokens.push_back(x);
+    if (!greedy) out->q.push_back(q);
+    ctx_.push_back(x);
+    if (i + 1 == k) break;  // the last draft token is evaluated next step, if accepted
+    const double t0 = now();
+    model_->eval(&x, 1, logits_.data(), true);
+    step_seconds += now() - t0;
+    n_steps++;
+    cached_.push_back(x);
+  }
+  // Per-token cost as in steady state, where the catch-up is one or two tokens: a catch-up of
+  // many (after plain steps) is a one-off and would make drafting look dearer than it is.
+  const int n = (int)out->tokens.size();
+  if (n == 0) return;
+  const double loop = now() - t_loop;
+  if (n_caught_up <= 2) {
+    out->token_seconds = (catch_up_seconds + loop) / n;
+  } else if (n_steps > 0) {
+    out->token_seconds = (loop + step_seconds / n_steps) / n;
+  }
+}
+
+}  // namespace qd::spec

@@ -1,0 +1,43 @@
+// Drafting with a language model: a small draft model, or the target's own weights run with
+// layers skipped (self-speculation). The drafter samples from q (the same logit processing as
+// the verifier; greedy settings give the q = one-hot case) and stops early when its top
+// probability drops below p_min.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "spec/drafter.h"
+#include "spec/logit_source.h"
+
+namespace qd::spec {
+
+class ModelDrafter : public Drafter {
+ public:
+  // max_lag: when the drafter is further behind the history than this (after plain steps),
+  // it restarts from the last max_lag tokens instead of evaluating them all.
+  ModelDrafter(std::unique_ptr<LogitSource> model, std::string name, int max_lag = 64);
+  const char* name() const override { return name_.c_str(); }
+  void propose(const std::vector<int32_t>& history, const DraftRequest& req, Draft* out) override;
+  bool prefill(const std::vector<int32_t>& history, int max_tokens) override;
+
+  LogitSource& model() { return *model_; }
+
+ private:
+  // Brings the KV cache in line with history[:-1] plus history.back(), leaving the logits
+  // after history.back() in logits_.
+  // Returns the number of tokens evaluated and their wall time.
+  int catch_up(const std::vector<int32_t>& history, double* seconds);
+  // Drops cached tokens that differ from history (keeping at most history.size() - 1).
+  void sync(const std::vector<int32_t>& history);
+  void reset(size_t offset);
+
+  std::unique_ptr<LogitSource> model_;
+  std::string name_;
+  int max_lag_;
+  size_t offset_ = 0;            // cached_[i] is history[offset_ + i]
+  std::vector<int32_t> cached_;  // tokens in the draft's KV cache, in order
+  std::vector<float> logits_;    // [n_vocab]
+  std::vector<int32_t> ctx_;     // history + tokens drafted so far (penalty window)
+};
+
+}  // namespace qd::spec

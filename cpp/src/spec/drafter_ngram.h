@@ -1,0 +1,22 @@
+// Prompt-lookup drafting: find the most recent earlier occurrence of the longest suffix of the
+// history (n_max down to n_min tokens) and propose the tokens that followed it. It reads the
+// history in place, so it costs no memory and no model.
+#pragma once
+#include "spec/drafter.h"
+
+namespace qd::spec {
+
+class NgramDrafter : public Drafter {
+ public:
+  NgramDrafter(int n_min = 2, int n_max = 4);
+  const char* name() const override { return "ngram"; }
+  void propose(const std::vector<int32_t>& history, const DraftRequest& req, Draft* out) override;
+
+  // Start of the continuation after the best match, or -1 when there is none.
+  int find(const std::vector<int32_t>& history) const;
+
+ private:
+  int n_min_, n_max_;
+};
+
+}  // namespace qd::spec

@@ -1,0 +1,208 @@
+#include "spec/generator.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "common/error.h"
+
+namespace qd::spec {
+
+namespace {
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+}  // namespace
+
+const char* finish_reason_name(FinishReason r) {
+  switch (r) {
+    case FinishReason::eos: return "eos";
+    case FinishReason::length: return "length";
+    case FinishReason::stop: return "stop";
+    case FinishReason::context: return "context";
+    case FinishReason::cancelled: return "cancelled";
+    default: return "";
+  }
+}
+
+Generator::Generator(LogitSource& target, Drafter* drafter, const TokenText* text, GeneratorConfig cfg)
+    : target_(target),
+      drafter_(drafter),
+      text_src_(text),
+      cfg_(std::move(cfg)),
+      length_(drafter ? drafter->n_sources() : 1, cfg_.draft_length) {
+  if (!(cfg_.p_min >= 0.0f && cfg_.p_min <= 1.0f)) throw ArgError("p_min must be in [0, 1]");
+  if (cfg_.prefill_chunk < 1) throw ArgError("prefill_chunk must be >= 1");
+}
+
+bool Generator::is_stop_id(int32_t t) const {
+  return !opt_.ignore_eos && std::find(cfg_.stop_ids.begin(), cfg_.stop_ids.end(), t) != cfg_.stop_ids.end();
+}
+
+void Generator::start(const std::vector<int32_t>& prompt, const GenerateOptions& opt) {
+  if (prompt.empty()) throw ArgError("the prompt has no tokens");
+  if ((int)prompt.size() > target_.n_ctx())
+    throw ArgError("the prompt has " + std::to_string(prompt.size()) + " tokens, more than the context of " +
+                   std::to_string(target_.n_ctx()) + "; use a larger n_ctx or a shorter prompt");
+  for (int32_t t : prompt)
+    if (t < 0 || t >= target_.n_vocab())
+      throw ArgError("prompt token id " + std::to_string(t) + " is outside the vocabulary of " +
+                     std::to_string(target_.n_vocab()));
+  if (opt.max_tokens < 0) throw ArgError("max_tokens must be >= 0");
+  if (!opt.stop.empty() && !text_src_) throw ArgError("stop strings need a tokenizer");
+  opt_ = opt;
+  verifier_ = std::make_unique<Verifier>(opt.sampling);  // validates the sampler settings
+  stops_ = std::make_unique<StopStrings>(opt.stop);
+  stream_ = text_src_ ? text_src_->stream(prompt) : nullptr;
+  rng_.reseed(opt.sampling.seed);
+  length_.new_sequence();
+
+  // Reuse the KV entries the new prompt shares with what the cache holds (chat turns).
+  size_t keep = 0;
+  const size_t limit = std::min(kv_tokens_.size(), prompt.size() - 1);
+  while (keep < limit && kv_tokens_[keep] == prompt[keep]) keep++;
+  if (keep != (size_t)target_.n_past()) target_.truncate((int)keep);
+  kv_tokens_.resize(keep);
+
+  history_ = prompt;
+  generated_.clear();
+  text_.clear();
+  drafter_ready_ = drafter_ == nullptr;
+  cancel_.store(false);
+  finish_ = FinishReason::none;
+  stats_ = Stats();
+  stats_.n_prompt = (int)prompt.size();
+  stats_.n_prompt_cached = (int)keep;
+  stats_.accepted_hist.assign(cfg_.draft_length.draft_max + 1, 0);
+  stats_.drafted_hist.assign(cfg_.draft_length.draft_max + 1, 0);
+  logits_.resize((size_t)(cfg_.draft_length.draft_max + 1) * target_.n_vocab());
+  if (opt.max_tokens == 0) finish(FinishReason::length, nullptr);
+}
+
+bool Generator::prefill_step() {
+  const size_t want = history_.size() - 1;
+  const double t0 = now();
+  bool busy = false;
+  if (kv_tokens_.size() < want) {
+    const int n = (int)std::min<size_t>(want - kv_tokens_.size(), cfg_.prefill_chunk);
+    target_.eval(history_.data() + kv_tokens_.size(), n, nullptr, false);
+    kv_tokens_.insert(kv_tokens_.end(), history_.begin() + kv_tokens_.size(), history_.begin() + kv_tokens_.size() + n);
+    busy = true;
+  } else if (!drafter_ready_) {
+    drafter_ready_ = drafter_->prefill(history_, cfg_.prefill_chunk);
+    busy = true;
+  }
+  stats_.t_prompt += now() - t0;
+  return busy;
+}
+
+void Generator::speculate_step(std::vector<Chunk>* out) {
+  const int room = target_.n_ctx() - (int)kv_tokens_.size();  // positions left in the target's KV
+  if (room < 1) return finish(FinishReason::context, out);
+  const int remaining = opt_.max_tokens - (int)generated_.size();
+  const double t_start = now();
+
+  // Draft: never more than the context holds or than could be emitted.
+  int k = 0, source = 0;
+  draft_.clear();
+  if (drafter_) {
+    source = drafter_->next_source(history_);
+    k = std::min({length_.next(source), room - 1, remaining - 1});
+  }
+  if (k > 0) {
+    const DraftRequest req{k, &opt_.sampling, &rng_, cfg_.p_min, target_.n_vocab()};
+    drafter_->propose(history_, req, &draft_);
+    draft_.source = source;
+    const double dt = now() - t_start;
+    stats_.t_draft += dt;
+    const int n = (int)draft_.tokens.size();
+    length_.record_draft(source, n, draft_.token_seconds >= 0 ? draft_.token_seconds : dt / std::max(1, n));
+  }
+  const int n_draft = (int)draft_.tokens.size();
+
+  // Verify: one batched target pass over [last] + draft.
+  std::vector<int32_t> rows;
+  rows.reserve(n_draft + 1);
+  rows.push_back(history_.back());
+  rows.insert(rows.end(), draft_.tokens.begin(), draft_.tokens.end());
+  const double t_verify = now();
+  target_.eval(rows.data(), (int)rows.size(), logits_.data(), false);
+  const double t_sample = now();
+  const Verdict v = verifier_->verify(logits_.data(), target_.n_vocab(), history_, draft_, rng_);
+  const double t_end = now();
+  stats_.t_verify += t_sample - t_verify;
+  stats_.t_sample += t_end - t_sample;
+
+  // Keep [last] + the accepted draft tokens in the KV cache; the new token is evaluated next.
+  kv_tokens_.insert(kv_tokens_.end(), rows.begin(), rows.begin() + 1 + v.n_accepted);
+  target_.truncate((int)kv_tokens_.size());
+
+  length_.record_verify(source, (int)rows.size(), v.n_accepted, t_sample - t_verify);
+  stats_.n_steps++;
+  stats_.drafted += n_draft;
+  stats_.accepted += v.n_accepted;
+  stats_.drafted_hist[n_draft]++;
+  stats_.accepted_hist[v.n_accepted]++;
+
+  if (emit(draft_.tokens.data(), v.n_accepted, true, out)) emit(&v.token, 1, false, out);
+  stats_.t_generate += now() - t_start;
+}
+
+bool Generator::emit(const int32_t* tokens, int n, bool from_draft, std::vector<Chunk>* out) {
+  if (n == 0) return true;
+  Chunk chunk;
+  chunk.from_draft = from_draft;
+  FinishReason reason = FinishReason::none;
+  for (int i = 0; i < n && reason == FinishReason::none; i++) {
+    const int32_t t = tokens[i];
+    if (is_stop_id(t)) {
+      reason = FinishReason::eos;
+      break;
+    }
+    history_.push_back(t);
+    generated_.push_back(t);
+    stats_.n_generated++;
+    chunk.tokens.push_back(t);
+    if (stream_) chunk.text += stops_->push(stream_->push(t));
+    if (stops_->stopped()) reason = FinishReason::stop;
+    else if ((int)generated_.size() >= opt_.max_tokens) reason = FinishReason::length;
+  }
+  text_ += chunk.text;
+  if (out && (!chunk.tokens.empty() || !chunk.text.empty())) out->push_back(std::move(chunk));
+  if (reason != FinishReason::none) finish(reason, out);
+  return reason == FinishReason::none;
+}
+
+void Generator::finish(FinishReason r, std::vector<Chunk>* out) {
+  finish_ = r;
+  if (!stream_ || r == FinishReason::stop) return;
+  // Release text held back by the detokenizer or as a possible stop-string start.
+  Chunk tail;
+  tail.text = stops_->push(stream_->flush());
+  tail.text += stops_->flush();
+  if (tail.text.empty()) return;
+  text_ += tail.text;
+  if (out) out->push_back(std::move(tail));
+}
+
+bool Generator::step(std::vector<Chunk>* out) {
+  if (history_.empty()) throw ArgError("Generator::step before start()");
+  if (finished()) return false;
+  if (cancel_.load()) {
+    finish(FinishReason::cancelled, out);
+    return false;
+  }
+  if (!prefill_step()) speculate_step(out);
+  return !finished();
+}
+
+FinishReason Generator::run(const std::function<bool(const Chunk&)>& on_chunk, const std::atomic<bool>* cancel) {
+  std::vector<Chunk> chunks;
+  for (;;) {
+    if (cancel && cancel->load()) this->cancel();
+    chunks.clear();
+    const bool more = step(&chunks);
+    for (const Chunk& c : chunks)
+      if (on_chunk && !on_chunk(c)) this->cancel();
+    if (!more) return finish_;
+  }
+}
+
+}  // namespace qd::spec

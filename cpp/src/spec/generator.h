@@ -1,0 +1,128 @@
+// The speculative decoding loop (DESIGN.md "Layers and the way data flows"):
+//
+//   k    = draft_length.next()               adaptive, may be 0 (plain decoding)
+//   d, q = drafter.propose(history, k)
+//   p    = target.eval([last] + d)           ONE batched call, k + 1 rows
+//   n, t = verifier.verify(d, q, p)          greedy match or min(1, p/q) + residual sample
+//   target KV keeps history + d[:n]; the drafter drops the rest on its next propose
+//   emit d[:n] + [t]
+//
+// The target's KV cache always holds every history token but the last, which the next step
+// evaluates together with the draft. Stops: EOS/EOT ids, max_tokens, stop strings (spanning
+// tokens; their text is not emitted), context full, cancel(). step() does one prefill chunk or
+// one draft-verify round, so a caller can stream and cancel between steps.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sampling/rng.h"
+#include "sampling/sampler_params.h"
+#include "spec/draft_length.h"
+#include "spec/drafter.h"
+#include "spec/logit_source.h"
+#include "spec/stop_strings.h"
+#include "spec/token_text.h"
+#include "spec/verifier.h"
+
+namespace qd::spec {
+
+enum class FinishReason { none, eos, length, stop, context, cancelled };
+// "eos", "length", "stop", "context", "cancelled" ("" while running).
+const char* finish_reason_name(FinishReason r);
+
+struct GeneratorConfig {
+  DraftLengthOptions draft_length;
+  float p_min = 0.0f;              // drafter stops when its top probability is below
+  std::vector<int32_t> stop_ids;   // EOS / EOT / end-of-generation ids
+  int prefill_chunk = 256;         // prompt tokens per step (bounds the cancel latency)
+};
+
+struct GenerateOptions {
+  sampling::SamplerParams sampling;
+  int max_tokens = 256;
+  std::vector<std::string> stop;
+  bool ignore_eos = false;
+};
+
+// Emitted tokens with the text they completed; from_draft: the tokens were drafted and
+// accepted (the target's own token of a step comes in a chunk of its own).
+struct Chunk {
+  std::string text;
+  std::vector<int32_t> tokens;
+  bool from_draft = false;
+};
+
+struct Stats {
+  int n_prompt = 0;          // prompt tokens
+  int n_prompt_cached = 0;   // of which were already in the KV cache from the last call
+  int n_generated = 0;
+  int n_steps = 0;           // draft-verify rounds
+  int drafted = 0, accepted = 0;
+  std::vector<int> accepted_hist;  // [draft_max + 1]: rounds by number of accepted draft tokens
+  std::vector<int> drafted_hist;   // [draft_max + 1]: rounds by draft length
+  double t_prompt = 0, t_draft = 0, t_verify = 0, t_sample = 0, t_generate = 0;  // seconds
+
+  double acceptance_rate() const { return drafted ? (double)accepted / drafted : 0.0; }
+  double tokens_per_second() const { return t_generate > 0 ? n_generated / t_generate : 0.0; }
+  double mean_accepted() const { return n_steps ? (double)accepted / n_steps : 0.0; }
+};
+
+class Generator {
+ public:
+  // target and (optional) drafter and text must outlive the generator. text == nullptr: chunks
+  // carry no text and stop strings are refused.
+  Generator(LogitSource& target, Drafter* drafter, const TokenText* text, GeneratorConfig cfg);
+
+  // Begins a generation. KV entries shared with the previous call's tokens are reused.
+  void start(const std::vector<int32_t>& prompt, const GenerateOptions& opt);
+  // One prefill chunk or one draft-verify round; appends emitted chunks to out. Returns false
+  // when generation has finished (then finish_reason() says why).
+  bool step(std::vector<Chunk>* out);
+  // Steps until finished; on_chunk returning false, or *cancel turning true, cancels.
+  FinishReason run(const std::function<bool(const Chunk&)>& on_chunk, const std::atomic<bool>* cancel = nullptr);
+  // Thread-safe: the next step() finishes with "cancelled", keeping what was produced.
+  void cancel() { cancel_.store(true); }
+
+  bool finished() const { return finish_ != FinishReason::none; }
+  FinishReason finish_reason() const { return finish_; }
+  const Stats& stats() const { return stats_; }
+  const std::vector<int32_t>& generated() const { return generated_; }
+  const std::string& text() const { return text_; }
+  const DraftLength& draft_length() const { return length_; }
+
+ private:
+  bool prefill_step();
+  void speculate_step(std::vector<Chunk>* out);
+  // Emits tokens one by one until a stop; returns false once generation finished.
+  bool emit(const int32_t* tokens, int n, bool from_draft, std::vector<Chunk>* out);
+  void finish(FinishReason r, std::vector<Chunk>* out);
+  bool is_stop_id(int32_t t) const;
+
+  LogitSource& target_;
+  Drafter* drafter_;
+  const TokenText* text_src_;
+  GeneratorConfig cfg_;
+  DraftLength length_;
+  GenerateOptions opt_;
+  std::unique_ptr<Verifier> verifier_;
+  sampling::Rng rng_;
+  std::unique_ptr<TokenStream> stream_;
+  std::unique_ptr<StopStrings> stops_;
+
+  std::vector<int32_t> history_;    // prompt + generated
+  std::vector<int32_t> kv_tokens_;  // exactly the tokens in the target's KV cache
+  std::vector<int32_t> generated_;
+  std::string text_;
+  std::vector<float> logits_;
+  Draft draft_;
+  bool drafter_ready_ = false;
+  std::atomic<bool> cancel_{false};
+  FinishReason finish_ = FinishReason::length;
+  Stats stats_;
+};
+
+}  // namespace qd::spec

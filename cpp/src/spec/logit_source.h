@@ -1,0 +1,21 @@
+// What the speculative loop needs from a language model: logits for tokens appended to a KV
+// cache that can be cut back. A qd::Context (context_source.h) is the real one; TableSource
+// (table_source.h) is a tiny synthetic one for tests that need exact, known distributions.
+#pragma once
+#include <cstdint>
+
+namespace qd::spec {
+
+class LogitSource {
+ public:
+  virtual ~LogitSource() = default;
+  virtual int n_vocab() const = 0;
+  virtual int n_ctx() const = 0;
+  virtual int n_past() const = 0;
+  // Appends n tokens at positions n_past()..; logits: [n][n_vocab], or [1][n_vocab] when
+  // last_only, or nullptr to skip the output layer.
+  virtual void eval(const int32_t* tokens, int n, float* logits, bool last_only) = 0;
+  virtual void truncate(int n_past) = 0;
+};
+
+}  // namespace qd::spec

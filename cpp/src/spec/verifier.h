@@ -1,0 +1,70 @@
+// Verification of a draft against the target's logits for [last] + draft.
+//
+// Greedy: accept draft tokens while they equal the target's argmax, then emit the target's
+// token. Sampling (Leviathan et al. / Chen et al.): accept draft token x with probability
+// min(1, p(x) / q(x)), where p is the TARGET distribution and q the DRAFT distribution x was
+// sampled from (both after the same logit processing); on rejection emit a sample of
+// normalize(max(p - q, 0)); if every draft token is accepted, emit a bonus sample from p.
+// The emitted sequence then has exactly the target's distribution.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "sampling/distribution.h"
+#include "sampling/logit_processor.h"
+#include "sampling/rng.h"
+
+namespace qd::spec {
+
+using sampling::Distribution;
+
+// A drafter's proposal. q[i] is the distribution tokens[i] was drawn from; an empty q means the
+// proposal is deterministic given the history (greedy drafting, n-gram lookup): q is one-hot.
+struct Draft {
+  std::vector<int32_t> tokens;
+  std::vector<Distribution> q;
+  int source = 0;  // which drafter produced it (hybrid: 0 model, 1 n-gram)
+  double token_seconds = -1.0;  // measured cost of drafting one token, < 0 when not measured
+
+  void clear() {
+    tokens.clear();
+    q.clear();
+    source = 0;
+    token_seconds = -1.0;
+  }
+};
+
+// One step's outcome: the first n_accepted draft tokens are kept, then `token` (the target's
+// correction or bonus token) follows them.
+struct Verdict {
+  int n_accepted = 0;
+  int32_t token = -1;
+};
+
+// The speculative-sampling acceptance test for draft token x: u * q(x) < p(x), u ~ U[0,1).
+bool accept_draft_token(const Distribution& p, float q_x, int32_t x, sampling::Rng& rng);
+
+// A sample of normalize(max(p - q, 0)) (q may be one-hot: pass q_one_hot >= 0 and q == nullptr).
+// dense: scratch of n_vocab floats, all zero on entry and on return.
+int32_t sample_residual(const Distribution& p, const Distribution* q, int32_t q_one_hot, sampling::Rng& rng,
+                        std::vector<float>& dense);
+
+class Verifier {
+ public:
+  explicit Verifier(const sampling::SamplerParams& params) : proc_(params) {}
+
+  const sampling::SamplerParams& params() const { return proc_.params(); }
+
+  // logits: [draft.tokens.size() + 1][n_vocab] for [last] + draft. history: every token before
+  // the draft (its last element is `last`).
+  Verdict verify(const float* logits, int n_vocab, const std::vector<int32_t>& history, const Draft& draft,
+                 sampling::Rng& rng);
+
+ private:
+  sampling::LogitProcessor proc_;
+  Distribution p_;
+  std::vector<int32_t> ctx_;  // history + accepted draft tokens, for the penalties
+  std::vector<float> dense_;
+};
+
+}  // namespace qd::spec

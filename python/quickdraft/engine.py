@@ -1,0 +1,330 @@
+"""Speculative generation from Python: ``Engine``, ``Completion``, ``Piece``.
+
+The loop itself (draft, one batched verify, accept, truncate) runs in C++ (``_core.SpecEngine``);
+this module turns arguments into native options, steps the loop with the GIL released, and
+hands back text. Each native step is one prefill chunk or one draft-verify round, so closing a
+stream or pressing Ctrl-C stops within one step and keeps everything produced so far.
+
+Basic use::
+
+    from quickdraft import Engine
+    with Engine("qwen2.5-coder-1.5b", draft="qwen2.5-coder-0.5b") as engine:
+        out = engine.generate("def fib(n):", max_tokens=64, temperature=0)
+        print(out.text, out.stats.tokens_per_second, out.stats.acceptance_rate)
+        for piece in engine.stream("Write a haiku about caches.", seed=1):
+            print(piece.text, end="", flush=True)
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from dataclasses import asdict, dataclass, field
+from typing import Iterator, Optional, Sequence, Union
+
+from . import _core
+
+Prompt = Union[str, Sequence[int]]
+
+DRAFTERS = ("none", "ngram", "self", "model", "hybrid")
+
+
+@dataclass
+class Piece:
+    """Text and tokens accepted in one go; ``from_draft``: drafted tokens the target kept."""
+
+    text: str
+    tokens: list
+    from_draft: bool
+
+
+@dataclass
+class Stats:
+    """What a generation drafted, accepted and spent its time on (seconds)."""
+
+    drafter: str = "none"
+    prompt_tokens: int = 0
+    prompt_tokens_cached: int = 0
+    generated_tokens: int = 0
+    steps: int = 0
+    drafted: int = 0
+    accepted: int = 0
+    acceptance_rate: float = 0.0
+    mean_accepted_length: float = 0.0  # accepted draft tokens per round
+    tokens_per_second: float = 0.0
+    time_prompt: float = 0.0
+    time_draft: float = 0.0
+    time_verify: float = 0.0
+    time_sampling: float = 0.0
+    time_generate: float = 0.0
+    accepted_histogram: list = field(default_factory=list)  # rounds by accepted draft tokens
+    draft_length_histogram: list = field(default_factory=list)  # rounds by draft length
+    seed: int = 0
+
+    def as_dict(self) -> dict:
+        """The stats as a plain dict (JSON-friendly)."""
+        return asdict(self)
+
+
+@dataclass
+class Completion:
+    """A finished generation. finish_reason: "eos", "length", "stop", "context" or "cancelled"."""
+
+    text: str
+    tokens: list
+    finish_reason: str
+    stats: Stats
+
+
+class Stream:
+    """An iterator of Pieces from Engine.stream(); ``.completion`` once it has ended or been
+    closed (None before)."""
+
+    def __init__(self):
+        self.completion: Optional[Completion] = None
+        self._pieces: Iterator[Piece] = iter(())
+
+    def __iter__(self) -> "Stream":
+        return self
+
+    def __next__(self) -> Piece:
+        return next(self._pieces)
+
+    def close(self) -> None:
+        """Stops the generation within one step, keeping what was produced."""
+        self._pieces.close()
+
+    def __enter__(self) -> "Stream":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class Engine:
+    """A target model with an optional drafter, generating text by speculative decoding.
+
+    target: a GGUF path, a known model key, ``hf://...``, or a ``quickdraft.Model``.
+    draft: None (plain decoding), "ngram" (prompt lookup), "self" (the target with layers
+    skipped), a draft model (path / key / Model), or ("hybrid", model) for n-gram first.
+    draft_max: the most tokens drafted per step; the actual length adapts to measured costs
+    and acceptance (``adaptive=False`` always drafts draft_max). p_min: a model drafter stops
+    when its top probability falls below this. skip_layers: the layers "self" skips (default:
+    ``quickdraft._core.default_skip_layers(n_layer)``). ngram_min / ngram_max: suffix lengths
+    the n-gram drafter matches.
+
+    Greedy output (temperature=0) is token-for-token the target's own greedy output. Sampled
+    output has exactly the target's distribution; a seed fixes it for a given drafter and a
+    fixed draft length (``adaptive=True`` picks lengths from measured time, so sampled text
+    can differ between runs unless the drafter is None).
+    """
+
+    def __init__(
+        self,
+        target,
+        draft=None,
+        *,
+        n_ctx: int = 4096,
+        threads: Optional[int] = None,
+        draft_max: int = 8,
+        p_min: float = 0.5,
+        adaptive: bool = True,
+        skip_layers: Optional[Sequence[int]] = None,
+        ngram_min: int = 2,
+        ngram_max: int = 4,
+    ):
+        cfg = _config(n_ctx, draft_max, p_min, adaptive, ngram_min, ngram_max)
+        kind, draft_path = _draft_kind(draft)
+        threads = 0 if threads is None else int(threads)
+        self._target_path = _model_path(target)
+        core = _core._engine_from_models(self._target_path, kind, draft_path, list(skip_layers or []), threads, cfg)
+        self._init(core)
+
+    @classmethod
+    def _from_core(cls, core) -> "Engine":
+        """Wraps an existing native engine (tests build them over table models)."""
+        self = cls.__new__(cls)
+        self._init(core)
+        return self
+
+    def _init(self, core) -> None:
+        self._core = core
+        self._tokenizer = None
+        self._generation = 0
+        self.last_completion: Optional[Completion] = None
+
+    # -- properties ---------------------------------------------------------------------
+    @property
+    def drafter(self) -> str:
+        return self._engine().drafter
+
+    @property
+    def n_ctx(self) -> int:
+        return self._engine().n_ctx
+
+    def __repr__(self) -> str:
+        if self._core is None:
+            return "Engine(closed)"
+        return f"Engine(drafter={self._core.drafter!r}, n_ctx={self._core.n_ctx})"
+
+    # -- text ---------------------------------------------------------------------------
+    @property
+    def tokenizer(self):
+        """The target's ``quickdraft.Tokenizer`` (chat templates, special ids)."""
+        if self._tokenizer is None:
+            from .tokenizer import Tokenizer
+
+            path = getattr(self, "_target_path", None)
+            if path is None or not self._engine().has_tokenizer:
+                raise _core.UnsupportedError("this engine's target has no tokenizer")
+            self._tokenizer = Tokenizer(path)
+        return self._tokenizer
+
+    def tokenize(self, text: str, add_special: bool = True) -> list:
+        """Token ids of a prompt: BOS added when the model asks for it (add_special), and
+        control-token text such as "<|im_start|>" read as those tokens (chat templates)."""
+        return self._engine().tokenize(text, add_special, True)
+
+    def detokenize(self, tokens: Sequence[int]) -> str:
+        """Text of token ids (invalid UTF-8 becomes U+FFFD)."""
+        return self._engine().detokenize([int(t) for t in tokens])
+
+    # -- generation -----------------------------------------------------------------------
+    def generate(self, prompt: Prompt, max_tokens: int = 256, temperature: float = 0.8, **kw) -> Completion:
+        """Generates a completion (see stream() for the arguments). On Ctrl-C the partial
+        completion is kept in ``engine.last_completion`` and on the exception as ``.completion``."""
+        pieces = self.stream(prompt, max_tokens=max_tokens, temperature=temperature, **kw)
+        try:
+            for _ in pieces:
+                pass
+        except KeyboardInterrupt as e:
+            pieces.close()
+            e.completion = self.last_completion
+            raise
+        return self.last_completion
+
+    def chat(self, messages: Sequence[dict], **kw) -> Completion:
+        """generate() on messages rendered with the target's chat template."""
+        return self.generate(self._chat_prompt(messages), **kw)
+
+    def stream_chat(self, messages: Sequence[dict], **kw) -> "Stream":
+        """stream() on messages rendered with the target's chat template."""
+        return self.stream(self._chat_prompt(messages), **kw)
+
+    def _chat_prompt(self, messages) -> str:
+        return self.tokenizer.apply_chat_template(list(messages), add_generation_prompt=True)
+
+    def stream(
+        self,
+        prompt: Prompt,
+        max_tokens: int = 256,
+        temperature: float = 0.8,
+        top_k: int = 0,
+        top_p: float = 1.0,
+        min_p: float = 0.0,
+        repeat_penalty: float = 1.0,
+        presence_penalty: float = 0.0,
+        frequency_penalty: float = 0.0,
+        penalty_last_n: int = 64,
+        seed: Optional[int] = None,
+        stop: Union[None, str, Sequence[str]] = None,
+        ignore_eos: bool = False,
+    ) -> "Stream":
+        """Yields Pieces as the target accepts them. temperature=0 is greedy; seed=None picks
+        a random seed (in ``stats.seed``); stop strings end generation and are not emitted.
+        Closing the iterator (or Ctrl-C) stops within one step; ``engine.last_completion``
+        then holds what was produced, with finish_reason "cancelled"."""
+        core = self._engine()
+        ids = list(self.tokenize(prompt)) if isinstance(prompt, str) else [int(t) for t in prompt]
+        seed = secrets.randbits(63) if seed is None else int(seed)
+        opt = _core.GenerateOptions()
+        s = opt.sampling
+        s.temperature, s.top_k, s.top_p, s.min_p = float(temperature), int(top_k), float(top_p), float(min_p)
+        s.repeat_penalty, s.presence_penalty = float(repeat_penalty), float(presence_penalty)
+        s.frequency_penalty, s.penalty_last_n, s.seed = float(frequency_penalty), int(penalty_last_n), seed
+        opt.max_tokens = int(max_tokens)
+        opt.stop = [stop] if isinstance(stop, str) else list(stop or [])
+        opt.ignore_eos = bool(ignore_eos)
+        return self._run(core, ids, opt, seed)
+
+    def _run(self, core, ids, opt, seed) -> "Stream":
+        # Validate and start eagerly, so bad arguments raise at the call, not at first next().
+        self._generation += 1
+        me = self._generation
+        core.start(ids, opt)
+        self.last_completion = None
+        stream = Stream()
+
+        def pieces():
+            try:
+                while me == self._generation and not core.finished:
+                    for text, tokens, from_draft in core.step():
+                        yield Piece(text, tokens, from_draft)
+            finally:
+                if me == self._generation:
+                    if not core.finished:
+                        core.cancel()
+                        core.step()  # records "cancelled" and releases held-back text
+                    self.last_completion = stream.completion = self._completion(core, seed)
+
+        stream._pieces = pieces()
+        return stream
+
+    def _completion(self, core, seed) -> Completion:
+        stats = Stats(**core.stats(), seed=seed)
+        return Completion(core.text, list(core.generated), core.finish_reason, stats)
+
+    @property
+    def last_stats(self) -> Optional[Stats]:
+        """Stats of the last finished (or cancelled) generation."""
+        return self.last_completion.stats if self.last_completion else None
+
+    def cancel(self) -> None:
+        """Thread-safe: the running generation stops at its next step."""
+        if self._core is not None:
+            self._core.cancel()
+
+    # -- lifetime -------------------------------------------------------------------------
+    def _engine(self):
+        if self._core is None:
+            raise ValueError("the engine is closed")
+        return self._core
+
+    def close(self) -> None:
+        """Frees the models and caches (also on ``with`` exit)."""
+        self._generation += 1
+        self._core = None
+
+    def __enter__(self) -> "Engine":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _config(n_ctx, draft_max, p_min, adaptive, ngram_min, ngram_max):
+    cfg = _core.EngineConfig()
+    cfg.n_ctx, cfg.draft_max, cfg.p_min, cfg.adaptive = int(n_ctx), int(draft_max), float(p_min), bool(adaptive)
+    cfg.ngram_min, cfg.ngram_max = int(ngram_min), int(ngram_max)
+    return cfg
+
+
+def _model_path(m) -> str:
+    """A path for a Model object, a path, a key or an hf:// URL."""
+    path = getattr(m, "path", None)
+    if path is not None and not isinstance(m, (str, os.PathLike)):
+        return os.fspath(path)
+    from .models import resolve
+
+    return os.fspath(resolve(m))
+
+
+def _draft_kind(draft):
+    """(kind, path) for the native factory."""
+    if draft is None or draft == "none":
+        return "none", ""
+    if isinstance(draft, str) and draft in ("ngram", "self"):
+        return draft, ""
+    if isinstance(draft, tuple) and len(draft) == 2 and draft[0] == "hybrid":
+        return "hybrid", _model_path(draft[1])
+    return "model", _model_path(draft)

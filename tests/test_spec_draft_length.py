@@ -1,0 +1,148 @@
+"""The draft-length controller: k maximises (1 - a^(k+1)) / (1 - a) / (k c_d + c_v(k+1)).
+
+The oracle evaluates that formula directly from the controller's own acceptance estimate and
+the costs fed to it; costs here are synthetic numbers, not timings.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from quickdraft import _core
+
+
+def best_k(alpha, c_d, c_v, kmax):
+    def rate(k):
+        return (1 - alpha ** (k + 1)) / (1 - alpha) / (k * c_d + c_v(k + 1))
+
+    return max(range(kmax + 1), key=rate)
+
+
+def feed(ctl, c_d, c_v, kmax, accept_prob, steps=300):
+    """Drives the controller: every draft token is accepted with accept_prob (deterministically
+    spread), costs exactly c_d per token and c_v(n) per verify."""
+    credit = 0.0
+    for _ in range(steps):
+        k = ctl.next(0)
+        if k:
+            ctl.record_draft(0, k, c_d)
+        n = 0
+        while n < k:
+            credit += accept_prob
+            if credit < 1.0:
+                break
+            credit -= 1.0
+            n += 1
+        ctl.record_verify(0, k + 1, n, c_v(k + 1))
+    return ctl
+
+
+def c_v_flat(n):
+    return 1.0 + 0.08 * (n - 1)
+
+
+def c_v_steep(n):
+    return 1.0 + 0.5 * (n - 1)
+
+
+@pytest.mark.parametrize(
+    "accept,c_d,c_v",
+    [(0.9, 0.05, c_v_flat), (0.9, 0.3, c_v_flat), (0.6, 0.05, c_v_flat), (0.9, 0.05, c_v_steep), (0.3, 0.4, c_v_flat)],
+)
+def test_choice_maximises_expected_rate(accept, c_d, c_v):
+    kmax = 10
+    ctl = feed(_core._DraftLength(1, kmax), c_d, c_v, kmax, accept)
+    # The controller measured every row count it used; compare with the exact formula at its
+    # own acceptance estimate, using the true costs.
+    k = ctl.next(0)
+    want = best_k(ctl.alpha(0), c_d, c_v, kmax)
+    assert k == want or ctl.rate(0, k) >= 0.97 * ctl.rate(0, want)
+
+
+def test_useless_drafts_switch_speculation_off_and_probe_ever_less():
+    ctl = _core._DraftLength(1, 8, True, 4)
+    probes = []
+    for step in range(3000):
+        k = ctl.next(0)
+        if k:
+            probes.append(step)
+            ctl.record_draft(0, k, 0.8)
+        ctl.record_verify(0, k + 1, 0, c_v_steep(k + 1))
+    assert 3 <= len(probes) <= 12  # the opening drafts, then rare probes
+    gaps = [b - a for a, b in zip(probes, probes[1:])]
+    assert all(g2 >= g1 for g1, g2 in zip(gaps[3:], gaps[4:])), gaps  # probes thin out
+    assert max(gaps) >= 500
+
+
+def test_good_cheap_drafts_use_long_drafts():
+    ctl = feed(_core._DraftLength(1, 8), 0.02, c_v_flat, 8, 0.97)
+    assert ctl.alpha(0) > 0.9
+    assert ctl.next(0) >= 6
+
+
+def test_acceptance_estimate_tracks_changes():
+    ctl = feed(_core._DraftLength(1, 8), 0.05, c_v_flat, 8, 0.95)
+    high = ctl.alpha(0)
+    feed(ctl, 0.05, c_v_flat, 8, 0.2, steps=100)
+    assert ctl.alpha(0) < high - 0.3
+
+
+def test_verify_cost_interpolates_measured_points():
+    ctl = _core._DraftLength(1, 8)
+    assert ctl.verify_cost(3) < 0
+    ctl.record_verify(0, 1, 0, 1.0)
+    ctl.record_verify(0, 5, 4, 3.0)
+    c1, c5 = ctl.verify_cost(1), ctl.verify_cost(5)
+    assert c5 > 2 * c1
+    assert ctl.verify_cost(3) == pytest.approx((c1 + c5) / 2)
+    assert ctl.verify_cost(7) > c5  # extrapolated upward
+
+
+def test_a_load_change_keeps_the_cost_shape():
+    # Costs learned at one machine load; then everything runs 3x slower, measured only at the
+    # row count in use. The ratios that decide k must stay, and the level must follow.
+    ctl = feed(_core._DraftLength(1, 8), 0.05, c_v_flat, 8, 0.9)
+    k = ctl.next(0)
+    assert k > 0
+    ratio = ctl.verify_cost(1) / ctl.verify_cost(k + 1)
+    draft_ratio = ctl.draft_cost(0) / ctl.verify_cost(k + 1)
+    for _ in range(40):
+        ctl.record_draft(0, k, 3 * 0.05)
+        ctl.record_verify(0, k + 1, k, 3 * c_v_flat(k + 1))
+    assert ctl.verify_cost(k + 1) == pytest.approx(3 * c_v_flat(k + 1), rel=0.1)
+    assert ctl.verify_cost(1) / ctl.verify_cost(k + 1) == pytest.approx(ratio, rel=0.12)
+    assert ctl.draft_cost(0) / ctl.verify_cost(k + 1) == pytest.approx(draft_ratio, rel=0.12)
+    k2, want = ctl.next(0), best_k(ctl.alpha(0), 0.05, c_v_flat, 8)  # scaling costs keeps the argmax
+    assert k2 == want or ctl.rate(0, k2) >= 0.97 * ctl.rate(0, want)
+
+
+def test_probe_interval_follows_the_probe_cost():
+    cheap = feed(_core._DraftLength(1, 8), 0.0001, c_v_flat, 8, 0.0, steps=50)  # n-gram-like
+    dear = feed(_core._DraftLength(1, 8), 0.6, c_v_flat, 8, 0.0, steps=50)  # a draft model
+    cheap.new_sequence()
+    dear.new_sequence()
+    assert cheap.probe_interval(0) < dear.probe_interval(0)
+    # ~5 % of the time: a probe costing 2 c_d + c_v(3) - c_v(1) every interval steps of c_v(1)
+    cost = 2 * dear.draft_cost(0) + dear.verify_cost(3) - dear.verify_cost(1)
+    assert abs(dear.probe_interval(0) - cost / (0.05 * dear.verify_cost(1))) <= 1
+
+
+def test_fixed_length_when_not_adaptive():
+    ctl = _core._DraftLength(1, 6, False)
+    feed(ctl, 5.0, c_v_steep, 6, 0.0, steps=20)
+    assert ctl.next(0) == 6
+
+
+def test_bad_draft_max():
+    with pytest.raises(ValueError, match="draft_max"):
+        _core._DraftLength(1, -1)
+
+
+def test_one_unlucky_early_timing_fades():
+    ctl = _core._DraftLength(1, 8)
+    ctl.record_draft(0, 4, 20 * 0.05)  # the first draft ran while the machine was busy
+    ctl.record_verify(0, 5, 4, c_v_flat(5))
+    for _ in range(30):
+        ctl.record_draft(0, 4, 0.05)
+        ctl.record_verify(0, 5, 4, c_v_flat(5))
+    assert ctl.draft_cost(0) / ctl.verify_cost(5) < 1.5 * 0.05 / c_v_flat(5)

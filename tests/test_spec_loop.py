@@ -1,0 +1,251 @@
+"""The speculative loop end to end on tiny table models (spec_reference.random_table).
+
+A table model's next-token logits depend on the previous and current token, and its "KV
+cache" is the list of tokens it has seen, so the exact greedy output and the exact
+distribution of every generated token are computable in numpy: these are the oracles.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from quickdraft import Engine, _core
+from spec_reference import SETTINGS, Params, chi_square_check, greedy_table, random_table, table_marginals
+
+V = 8
+
+
+def table_engine(target, draft=None, *, pieces=None, stop_ids=(), n_ctx=256, draft_max=4, p_min=0.0, adaptive=False,
+                 ngram_min=1, max_lag=64):
+    cfg = _core.EngineConfig()
+    cfg.draft_max_lag = max_lag
+    cfg.n_ctx, cfg.draft_max, cfg.p_min, cfg.adaptive = n_ctx, draft_max, p_min, adaptive
+    cfg.ngram_min, cfg.stop_ids = ngram_min, list(stop_ids)
+    return Engine._from_core(_core._engine_from_tables(target, draft, pieces, cfg))
+
+
+@pytest.fixture(scope="module")
+def tables():
+    rng = np.random.default_rng(1234)
+    target = random_table(rng, V)
+    near = (target + rng.standard_normal(target.shape).astype(np.float32) * 0.7).astype(np.float32)
+    return target, near
+
+
+def drafters(tables):
+    target, near = tables
+    return {
+        "none": None,
+        "ngram": "ngram",
+        "model": near,
+        "self": target.copy(),
+        "hybrid": ("hybrid", near),
+    }
+
+
+PROMPT = [1, 5, 2, 7, 1]
+
+
+@pytest.mark.parametrize("drafter", ["none", "ngram", "model", "self", "hybrid"])
+@pytest.mark.parametrize("penalty", [False, True])
+def test_greedy_speculative_equals_greedy_plain(tables, drafter, penalty):
+    prm = Params(temperature=0.0, repeat_penalty=1.3 if penalty else 1.0, penalty_last_n=8)
+    want = greedy_table(tables[0], PROMPT, 60, prm)
+    for adaptive in (False, True):
+        eng = table_engine(tables[0], drafters(tables)[drafter], adaptive=adaptive)
+        out = eng.generate(PROMPT, max_tokens=60, temperature=0.0, repeat_penalty=prm.repeat_penalty,
+                           penalty_last_n=8)
+        assert out.tokens == want
+        assert out.finish_reason == "length"
+        if drafter != "none" and not adaptive:
+            assert out.stats.drafted > 0
+
+
+@pytest.mark.parametrize("setting", ["greedy", "t1"])
+def test_lagging_model_drafter_restarts_from_recent_tokens(tables, setting):
+    # In the hybrid drafter the model falls behind while n-gram proposals are used; with
+    # max_lag 2 it then restarts from the last 2 tokens. Output must not change.
+    target, near = tables
+    if setting == "greedy":
+        want = greedy_table(target, PROMPT, 60, Params(temperature=0.0))
+        out = table_engine(target, ("hybrid", near), max_lag=2).generate(PROMPT, max_tokens=60, temperature=0.0)
+        assert out.tokens == want
+        return
+    prm = SETTINGS["t1"]
+    eng = table_engine(target, ("hybrid", near), max_lag=2, draft_max=3)
+    opt = _core.GenerateOptions()
+    opt.max_tokens = 4
+    opt.sampling = prm.native(_core)
+    out = eng._core.sample_many(PROMPT, opt, 20000, 5)
+    chi_square_check(out[:, 3], table_marginals(target, PROMPT, 4, prm)[3])
+
+
+def test_model_drafting_for_itself_accepts_everything(tables):
+    eng = table_engine(tables[0], tables[0].copy(), draft_max=5)
+    out = eng.generate(PROMPT, max_tokens=50, temperature=0.0)
+    s = out.stats
+    assert s.drafted > 30 and s.accepted == s.drafted and s.acceptance_rate == 1.0
+    assert s.accepted_histogram[5] > 0 and sum(s.accepted_histogram) == s.steps
+
+
+@pytest.mark.parametrize("setting", sorted(SETTINGS) + ["penalties"])
+@pytest.mark.parametrize("drafter", ["none", "model", "ngram", "hybrid"])
+def test_sampled_tokens_follow_the_target_distribution(tables, drafter, setting):
+    prm = SETTINGS.get(setting) or Params(temperature=0.9, repeat_penalty=1.4, presence_penalty=0.3, top_k=6)
+    target = tables[0]
+    n_gen, n = 3, 20000
+    eng = table_engine(target, drafters(tables)[drafter], draft_max=3, adaptive=(drafter == "hybrid"))
+    opt = _core.GenerateOptions()
+    opt.max_tokens = n_gen
+    opt.sampling = prm.native(_core)
+    out = eng._core.sample_many(PROMPT, opt, n, 77)
+    margins = table_marginals(target, PROMPT, n_gen, prm)
+    chi_square_check(out[:, 0], margins[0])
+    chi_square_check(out[:, 2], margins[2])
+    if drafter in ("model", "ngram"):  # fixed draft length: the last run drafted too
+        assert eng._core.stats()["drafted"] > 0
+
+
+def test_same_seed_same_output(tables):
+    eng = table_engine(tables[0], tables[1], draft_max=3)
+    a = eng.generate(PROMPT, max_tokens=40, temperature=1.0, seed=5).tokens
+    b = eng.generate(PROMPT, max_tokens=40, temperature=1.0, seed=5).tokens
+    c = eng.generate(PROMPT, max_tokens=40, temperature=1.0, seed=6).tokens
+    assert a == b and a != c
+
+
+def _pieces(rng):
+    letters = "abcdefgh"
+    return ["".join(rng.choice(list(letters), size=rng.integers(1, 4))) for _ in range(V)]
+
+
+@pytest.mark.parametrize("drafter", ["none", "model", "ngram"])
+def test_stop_string_spanning_tokens_and_chunks(tables, drafter):
+    rng = np.random.default_rng(4)
+    pieces = _pieces(rng)
+    want_tokens = greedy_table(tables[0], PROMPT, 40, Params(temperature=0.0))
+    full = "".join(pieces[t] for t in want_tokens)
+    # A stop string that starts inside token 5's text and ends inside a later token's.
+    start = len("".join(pieces[t] for t in want_tokens[:5])) + len(pieces[want_tokens[5]]) - 1
+    stop = full[start : start + 4]
+    cut = full.find(stop)
+    eng = table_engine(tables[0], drafters(tables)[drafter], pieces=pieces)
+    seen = []
+    for piece in eng.stream(PROMPT, max_tokens=40, temperature=0.0, stop=["zzzz", stop]):
+        seen.append(piece.text)
+        assert stop not in "".join(seen)
+    out = eng.last_completion
+    assert out.finish_reason == "stop"
+    assert out.text == full[:cut] == "".join(seen)
+    assert out.tokens == want_tokens[: len(out.tokens)]
+    assert len("".join(pieces[t] for t in out.tokens)) >= cut + len(stop)
+
+
+def test_text_is_held_back_only_while_it_may_start_a_stop_string(tables):
+    pieces = _pieces(np.random.default_rng(4))
+    want = greedy_table(tables[0], PROMPT, 20, Params(temperature=0.0))
+    full = "".join(pieces[t] for t in want)
+    eng = table_engine(tables[0], None, pieces=pieces)
+    out = eng.generate(PROMPT, max_tokens=20, temperature=0.0, stop=[full[-2:] + "q"])  # never completes
+    assert out.finish_reason == "length" and out.text == full
+
+
+def test_eos_ends_generation(tables):
+    want = greedy_table(tables[0], PROMPT, 40, Params(temperature=0.0))
+    eos = want[6]
+    first = want.index(eos)
+    for drafter in ("none", "model", "ngram"):
+        eng = table_engine(tables[0], drafters(tables)[drafter], stop_ids=[eos])
+        out = eng.generate(PROMPT, max_tokens=40, temperature=0.0)
+        assert out.finish_reason == "eos"
+        assert out.tokens == want[:first]
+        out = eng.generate(PROMPT, max_tokens=40, temperature=0.0, ignore_eos=True)
+        assert out.finish_reason == "length" and out.tokens == want
+
+
+def test_context_full(tables):
+    n_ctx = 20
+    want = greedy_table(tables[0], PROMPT, 40, Params(temperature=0.0))
+    for drafter in ("none", "model", "hybrid"):
+        eng = table_engine(tables[0], drafters(tables)[drafter], n_ctx=n_ctx)
+        out = eng.generate(PROMPT, max_tokens=100, temperature=0.0)
+        assert out.finish_reason == "context"
+        # The last generated token needs no KV slot of its own.
+        assert len(PROMPT) + len(out.tokens) == n_ctx + 1
+        assert out.tokens == want[: len(out.tokens)]
+
+
+def test_close_keeps_what_was_produced(tables):
+    eng = table_engine(tables[0], tables[1], pieces=_pieces(np.random.default_rng(2)))
+    it = eng.stream(PROMPT, max_tokens=200, temperature=0.0)
+    got = []
+    for piece in it:
+        got += piece.tokens
+        if len(got) >= 5:
+            break
+    it.close()
+    out = eng.last_completion
+    assert out.finish_reason == "cancelled"
+    assert out.tokens == got
+    assert out.tokens == greedy_table(tables[0], PROMPT, len(got), Params(temperature=0.0))
+    # The engine stays usable, and reuses the cache for a prompt extending the last one.
+    prompt2 = PROMPT + got
+    out2 = eng.generate(prompt2, max_tokens=10, temperature=0.0)
+    assert out2.stats.prompt_tokens_cached > len(PROMPT)
+    assert out2.tokens == greedy_table(tables[0], prompt2, 10, Params(temperature=0.0))
+
+
+def test_cancel_from_the_consumer(tables):
+    eng = table_engine(tables[0], tables[1])
+    produced = []
+    for piece in eng.stream(PROMPT, max_tokens=200, temperature=0.0):
+        produced += piece.tokens
+        eng.cancel()
+    out = eng.last_completion
+    assert out.finish_reason == "cancelled" and out.tokens == produced and 0 < len(produced) < 200
+
+
+def test_ctrl_c_stops_generate_and_keeps_tokens(tables):
+    import _thread
+    import threading
+
+    eng = table_engine(tables[0], None, n_ctx=10_000_000)
+    timer = threading.Timer(0.3, _thread.interrupt_main)
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt) as info:
+            eng.generate(PROMPT, max_tokens=9_000_000, temperature=0.0, ignore_eos=True)
+    finally:
+        timer.cancel()
+    out = info.value.completion
+    assert out is eng.last_completion
+    assert out.finish_reason == "cancelled" and len(out.tokens) > 0
+    assert out.tokens[:50] == greedy_table(tables[0], PROMPT, 50, Params(temperature=0.0))[: len(out.tokens[:50])]
+
+
+def test_bad_arguments(tables):
+    eng = table_engine(tables[0], "ngram", n_ctx=16)
+    with pytest.raises(ValueError, match="no tokens"):
+        eng.generate([], max_tokens=4)
+    with pytest.raises(ValueError, match="context"):
+        eng.generate([1] * 17, max_tokens=4)
+    with pytest.raises(ValueError, match="vocabulary"):
+        eng.generate([1, V], max_tokens=4)
+    with pytest.raises(ValueError, match="tokenizer"):
+        eng.generate([1, 2], max_tokens=4, stop=["x"])
+    with pytest.raises(ValueError, match="top_p"):
+        eng.generate([1, 2], max_tokens=4, top_p=0.0)
+    assert eng.generate([1, 2], max_tokens=0).finish_reason == "length"
+
+
+def test_stream_pieces_mark_drafted_tokens(tables):
+    pieces = _pieces(np.random.default_rng(3))
+    eng = table_engine(tables[0], tables[0].copy(), pieces=pieces, draft_max=4)
+    got = list(eng.stream(PROMPT, max_tokens=30, temperature=0.0))
+    out = eng.last_completion
+    assert [t for p in got for t in p.tokens] == out.tokens
+    assert "".join(p.text for p in got) == out.text == "".join(pieces[t] for t in out.tokens)
+    drafted = sum(len(p.tokens) for p in got if p.from_draft)
+    assert drafted == out.stats.accepted > 0
+    assert all(len(p.tokens) == 1 for p in got if not p.from_draft)  # the target's own token

@@ -1,0 +1,195 @@
+"""Speculative decoding on real forward passes: tiny random GGUF models built at test time,
+and the real SmolLM2 / Qwen2.5-Coder files. Oracle: greedy plain decoding (the same target
+without a drafter) and an argmax loop over quickdraft.Model.eval; speculation must reproduce
+it token for token, whatever the drafter."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import quickdraft
+from quickdraft import Engine
+from fixtures.tiny_models import TinySpec, write_tiny_model
+
+DRAFTERS = ["none", "ngram", "self", "model", "hybrid"]
+
+
+def argmax_loop(path, prompt, n):
+    """Greedy continuation with one Model.eval per token (no speculation anywhere)."""
+    m = quickdraft.Model(str(path), n_ctx=256, threads=2)
+    logits = m.eval(list(prompt))
+    out = []
+    for _ in range(n):
+        t = int(np.argmax(logits[-1]))
+        out.append(t)
+        logits = m.eval([t])
+    return out
+
+
+def need_text(engine):
+    if not engine._core.has_tokenizer:
+        pytest.skip("this build has no tokenizer yet")
+    return engine
+
+
+def engine_for(target, drafter, draft_path=None, **kw):
+    draft = {"none": None, "ngram": "ngram", "self": "self", "model": draft_path, "hybrid": ("hybrid", draft_path)}[drafter]
+    return Engine(str(target), draft=draft, **kw)
+
+
+@pytest.fixture(scope="module")
+def tiny_pair(tmp_path_factory):
+    d = tmp_path_factory.mktemp("tiny")
+    target = write_tiny_model(d / "target.gguf", TinySpec(arch="qwen2", n_layer=4, n_vocab=64, wtype="Q8_0", seed=1))
+    # A draft of the same family with other weights: partial acceptance.
+    draft = write_tiny_model(d / "draft.gguf", TinySpec(arch="qwen2", n_layer=2, n_vocab=64, wtype="Q8_0", seed=2))
+    return target, draft
+
+
+PROMPT = [3, 17, 5, 3, 17, 9, 40, 3, 17]
+
+
+@pytest.mark.parametrize("drafter", DRAFTERS)
+def test_tiny_greedy_speculative_equals_plain(tiny_pair, drafter):
+    target, draft = tiny_pair
+    want = argmax_loop(target, PROMPT, 24)
+    for adaptive in (False, True):
+        eng = engine_for(target, drafter, draft, n_ctx=256, threads=2, draft_max=4, p_min=0.0, adaptive=adaptive,
+                         skip_layers=[1, 2], ngram_min=1)
+        out = eng.generate(PROMPT, max_tokens=24, temperature=0.0)
+        assert out.tokens == want, f"{drafter} adaptive={adaptive}"
+        if drafter != "none" and not adaptive:
+            assert out.stats.drafted > 0
+
+
+def test_tiny_model_drafting_for_itself_accepts_everything(tiny_pair):
+    target, _ = tiny_pair
+    eng = Engine(str(target), draft=str(target), n_ctx=256, threads=2, draft_max=5, p_min=0.0, adaptive=False)
+    out = eng.generate(PROMPT, max_tokens=30, temperature=0.0)
+    assert out.stats.drafted >= 20 and out.stats.accepted == out.stats.drafted
+
+
+def test_tiny_sampling_same_seed_same_output(tiny_pair):
+    target, draft = tiny_pair
+    eng = Engine(str(target), draft=str(draft), n_ctx=256, threads=2, draft_max=3, p_min=0.0, adaptive=False)
+    a = eng.generate(PROMPT, max_tokens=20, temperature=0.9, top_p=0.95, seed=11).tokens
+    b = eng.generate(PROMPT, max_tokens=20, temperature=0.9, top_p=0.95, seed=11).tokens
+    assert a == b and len(a) == 20
+
+
+def test_tiny_vocab_mismatch_raises(tmp_path):
+    a = write_tiny_model(tmp_path / "a.gguf", TinySpec(n_vocab=64))
+    # Tokenizer-less files compare by nothing but ids; a GGUF with tokens vs one without fails.
+    import gguf
+
+    w = gguf.GGUFWriter(str(tmp_path / "tok.gguf"), "llama")
+    w.add_tokenizer_model("gpt2")
+    w.add_token_list([f"t{i}" for i in range(64)])
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    with pytest.raises(quickdraft.IncompatibleModelsError):
+        quickdraft._core.check_compatible(str(a), str(tmp_path / "tok.gguf"))
+
+
+# -- real models ------------------------------------------------------------------------------
+
+@pytest.mark.real
+def test_incompatible_real_pair_raises(model_path):
+    with pytest.raises(quickdraft.IncompatibleModelsError, match="tokenizer.ggml.pre|token"):
+        Engine(model_path("smollm2-135m"), draft=str(model_path("qwen2.5-coder-0.5b")), n_ctx=128)
+
+
+@pytest.mark.real
+@pytest.mark.parametrize("drafter", ["ngram", "self", "model"])
+def test_smollm2_greedy_speculative_equals_plain(model_path, drafter):
+    path = model_path("smollm2-135m")
+    prompt = "def fibonacci(n):\n    if n < 2:\n        return n\n"
+    plain = need_text(Engine(path, n_ctx=256, threads=2)).generate(prompt, max_tokens=24, temperature=0.0)
+    eng = engine_for(path, drafter, str(path), n_ctx=256, threads=2, draft_max=4, p_min=0.0, adaptive=False)
+    out = eng.generate(prompt, max_tokens=24, temperature=0.0)
+    assert out.tokens == plain.tokens and out.text == plain.text
+    if drafter == "model":  # SmolLM2 drafting for itself
+        assert out.stats.drafted > 0 and out.stats.accepted == out.stats.drafted
+
+
+@pytest.mark.real
+def test_smollm2_stop_string_and_stream(model_path):
+    path = model_path("smollm2-135m")
+    eng = need_text(Engine(path, draft="ngram", n_ctx=256, threads=2, draft_max=4, p_min=0.0, adaptive=False))
+    prompt = "List the numbers from one to ten: one, two,"
+    full = eng.generate(prompt, max_tokens=24, temperature=0.0)
+    assert full.text.strip()
+    stop = full.text[len(full.text) // 2 : len(full.text) // 2 + 3]
+    pieces = list(eng.stream(prompt, max_tokens=24, temperature=0.0, stop=stop))
+    out = eng.last_completion
+    assert out.finish_reason == "stop"
+    assert out.text == full.text[: full.text.find(stop)] == "".join(p.text for p in pieces)
+
+
+@pytest.mark.real
+@pytest.mark.slow
+def test_qwen_pair_greedy_speculative_equals_plain(model_path):
+    target, draft = model_path("qwen2.5-coder-1.5b"), model_path("qwen2.5-coder-0.5b")
+    prompt = "def quicksort(arr):\n"
+    plain = need_text(Engine(target, n_ctx=128, threads=2)).generate(prompt, max_tokens=12, temperature=0.0)
+    eng = Engine(target, draft=str(draft), n_ctx=128, threads=2, draft_max=4, p_min=0.0, adaptive=False)
+    out = eng.generate(prompt, max_tokens=12, temperature=0.0)
+    assert out.tokens == plain.tokens
+    assert out.stats.drafted > 0 and out.stats.accepted > 0
+
+
+def _model_marginals(path, prompt, n_gen, prm):
+    """Exact distribution of each generated token by enumerating paths with Model.eval."""
+    from spec_reference import process
+
+    m = quickdraft.Model(str(path), n_ctx=64, threads=1)
+    v = m.n_vocab
+    margins = [np.zeros(v) for _ in range(n_gen)]
+    paths = {tuple(): 1.0}
+    for j in range(n_gen):
+        nxt = {}
+        for gen, w in paths.items():
+            seq = list(prompt) + list(gen)
+            m.reset()
+            p = process(m.eval(seq)[-1], seq, prm)
+            for t in np.flatnonzero(p):
+                margins[j][t] += w * p[t]
+                nxt[gen + (int(t),)] = w * p[t]
+        paths = nxt
+    return margins
+
+
+@pytest.mark.parametrize("setting", ["t1", "t0.7_top_p0.9"])
+def test_tiny_vocab_sampled_tokens_follow_the_target(tmp_path_factory, setting):
+    from spec_reference import SETTINGS, chi_square_check
+
+    prm = SETTINGS[setting]
+    d = tmp_path_factory.mktemp("tinyvocab")
+    target = write_tiny_model(d / "t.gguf", TinySpec(arch="llama", n_layer=2, n_vocab=16, n_embd=32, n_ff=48, seed=5))
+    draft = write_tiny_model(d / "d.gguf", TinySpec(arch="llama", n_layer=1, n_vocab=16, n_embd=32, n_ff=48, seed=6))
+    prompt, n_gen, n = [1, 2, 3], 3, 20000
+    eng = Engine(str(target), draft=str(draft), n_ctx=64, threads=1, draft_max=2, p_min=0.0, adaptive=False)
+    opt = quickdraft._core.GenerateOptions()
+    opt.max_tokens = n_gen
+    opt.sampling = prm.native(quickdraft._core)
+    out = eng._core.sample_many(prompt, opt, n, 99)
+    margins = _model_marginals(target, prompt, n_gen, prm)
+    chi_square_check(out[:, 0], margins[0])
+    chi_square_check(out[:, 2], margins[2])
+    s = eng._core.stats()
+    assert s["drafted"] > 0 and 0 < s["accepted"]
+
+
+@pytest.mark.real
+def test_smollm2_chat_stops_at_end_of_turn(model_path):
+    eng = need_text(Engine(model_path("smollm2-135m"), draft="ngram", n_ctx=512, threads=2))
+    msgs = [{"role": "user", "content": "Say hello in one short sentence."}]
+    out = eng.chat(msgs, max_tokens=48, temperature=0.0)
+    assert out.text.strip() and out.finish_reason in ("eos", "length")
+    assert "<|im_end|>" not in out.text and "<|im_start|>" not in out.text
+    pieces = list(eng.stream_chat(msgs, max_tokens=48, temperature=0.0))
+    assert "".join(p.text for p in pieces) == out.text  # the cached prompt changes nothing
+    assert eng.last_completion.stats.prompt_tokens_cached > 0
