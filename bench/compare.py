@@ -158,8 +158,8 @@ def llama_spec(bin_dir: Path, target: str, draft: str | None, prompt: str, threa
     if draft:
         cmd = [str(bin_dir / "llama-speculative"), "-m", tp, "-md", str(models.resolve(draft)), "--spec-draft-n-max", "8"]
     else:
-        cmd = [str(bin_dir / "llama-completion"), "-m", tp, "-no-cnv"]
-    cmd += ["-p", chatml(prompt), "-n", str(n), "--temp", "0", "-t", str(threads), "-c", "2048", "--no-warmup"]
+        cmd = [str(bin_dir / "llama-completion"), "-m", tp, "-no-cnv", "--no-warmup"]
+    cmd += ["-p", chatml(prompt), "-n", str(n), "--temp", "0", "-t", str(threads), "-c", "2048"]
     out, err, rss = run_measured(cmd)
     text = out + err
     if draft:
@@ -206,9 +206,9 @@ def main() -> None:
                   f"{o['rss_mb']:8.0f} {p['rss_mb']:9.0f}", flush=True)
             if verify:
                 print(f"\n  verify cost on {key}: ms for one forward of n tokens (multiple of n=1)")
+                ov = {int(k): v for k, v in o["verify_ms"].items()}  # JSON made the keys strings
                 for n in VERIFY_NS:
-                    om, pm = o["verify_ms"][str(n)] if str(n) in o["verify_ms"] else o["verify_ms"][n], p["verify_ms"][n]
-                    o1 = o["verify_ms"].get(1, o["verify_ms"].get("1"))
+                    om, pm, o1 = ov[n], p["verify_ms"][n], ov[1]
                     print(f"  n={n:2d}  ours {om:7.1f} ms ({om / o1:4.2f}x)   llama.cpp {pm:7.1f} ms "
                           f"({pm / p['verify_ms'][1]:4.2f}x)")
                 print()
