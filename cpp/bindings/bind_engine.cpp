@@ -298,7 +298,8 @@ void register_engine(py::module_& m) {
       .def_readwrite("sampling", &GenerateOptions::sampling)
       .def_readwrite("max_tokens", &GenerateOptions::max_tokens)
       .def_readwrite("stop", &GenerateOptions::stop)
-      .def_readwrite("ignore_eos", &GenerateOptions::ignore_eos);
+      .def_readwrite("ignore_eos", &GenerateOptions::ignore_eos)
+      .def_readwrite("reproducible", &GenerateOptions::reproducible);
 
   py::class_<EngineConfig>(m, "EngineConfig")
       .def(py::init<>())

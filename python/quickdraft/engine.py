@@ -114,9 +114,9 @@ class Engine:
     the n-gram drafter matches.
 
     Greedy output (temperature=0) is token-for-token the target's own greedy output. Sampled
-    output has exactly the target's distribution; a seed fixes it for a given drafter and a
-    fixed draft length (``adaptive=True`` picks lengths from measured time, so sampled text
-    can differ between runs unless the drafter is None).
+    output has exactly the target's distribution. Passing ``seed=`` when sampling makes the text
+    reproducible for a given drafter and draft_max: that generation drafts a fixed draft_max
+    tokens per step instead of lengths chosen from measured time (which vary with the load).
     """
 
     def __init__(
@@ -236,6 +236,10 @@ class Engine:
         then holds what was produced, with finish_reason "cancelled"."""
         core = self._engine()
         ids = list(self.tokenize(prompt)) if isinstance(prompt, str) else [int(t) for t in prompt]
+        # An explicit seed when sampling asks for reproducible text: the draft length is then
+        # fixed (draft_max) instead of chosen from timings, which would change which random draws
+        # fall where. Greedy output is the target's argmax path whatever the draft length.
+        reproducible = seed is not None and float(temperature) > 0
         seed = secrets.randbits(63) if seed is None else int(seed)
         opt = _core.GenerateOptions()
         s = opt.sampling
@@ -245,6 +249,7 @@ class Engine:
         opt.max_tokens = int(max_tokens)
         opt.stop = [stop] if isinstance(stop, str) else list(stop or [])
         opt.ignore_eos = bool(ignore_eos)
+        opt.reproducible = reproducible
         return self._run(core, ids, opt, seed)
 
     def _run(self, core, ids, opt, seed) -> "Stream":

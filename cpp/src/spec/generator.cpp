@@ -104,7 +104,8 @@ void Generator::speculate_step(std::vector<Chunk>* out) {
   draft_.clear();
   if (drafter_) {
     source = drafter_->next_source(history_);
-    k = std::min({length_.next(source), room - 1, remaining - 1});
+    const int wanted = opt_.reproducible ? length_.options().draft_max : length_.next(source);
+    k = std::min({wanted, room - 1, remaining - 1});
   }
   if (k > 0) {
     const DraftRequest req{k, &opt_.sampling, &rng_, cfg_.p_min, target_.n_vocab()};

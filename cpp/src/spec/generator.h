@@ -46,6 +46,9 @@ struct GenerateOptions {
   int max_tokens = 256;
   std::vector<std::string> stop;
   bool ignore_eos = false;
+  // Draft draft_max tokens every step instead of a length chosen from measured time, so the
+  // same seed gives the same text whatever the machine's load (sampling with a fixed seed).
+  bool reproducible = false;
 };
 
 // Emitted tokens with the text they completed; from_draft: the tokens were drafted and
