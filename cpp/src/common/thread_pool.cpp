@@ -31,7 +31,7 @@ ThreadPool::~ThreadPool() {
 }
 
 void ThreadPool::work() {
-  const std::function<void(int)>& fn = *fn_;
+  const TaskFn& fn = *fn_;
   for (;;) {
     const int i = next_.fetch_add(1, std::memory_order_relaxed);
     if (i >= n_tasks_) break;
@@ -64,7 +64,7 @@ void ThreadPool::worker_loop() {
   }
 }
 
-void ThreadPool::run(int n_tasks, const std::function<void(int)>& fn) {
+void ThreadPool::run(int n_tasks, TaskFn fn) {
   if (n_tasks <= 0) return;
   if (n_threads_ == 1 || n_tasks == 1) {
     for (int i = 0; i < n_tasks; i++) fn(i);

@@ -6,12 +6,25 @@
 #pragma once
 #include <atomic>
 #include <condition_variable>
-#include <functional>
 #include <mutex>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace qd {
+
+// A non-owning reference to a callable `void(int)`: unlike std::function it never allocates,
+// whatever the lambda captures, so a parallel region costs no heap traffic per op.
+class TaskFn {
+ public:
+  template <typename F, typename = std::enable_if_t<!std::is_same_v<std::decay_t<F>, TaskFn>>>
+  TaskFn(F&& f) : obj_((void*)&f), call_([](void* o, int i) { (*static_cast<std::remove_reference_t<F>*>(o))(i); }) {}
+  void operator()(int i) const { call_(obj_, i); }
+
+ private:
+  void* obj_;
+  void (*call_)(void*, int);
+};
 
 class ThreadPool {
  public:
@@ -21,7 +34,7 @@ class ThreadPool {
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   int size() const { return n_threads_; }
-  void run(int n_tasks, const std::function<void(int)>& fn);
+  void run(int n_tasks, TaskFn fn);  // fn must not throw
 
   static int default_threads();
 
@@ -38,7 +51,7 @@ class ThreadPool {
   std::atomic<int> active_{0};    // workers still inside the current region
   std::atomic<int> sleepers_{0};  // workers blocked on cv_ (run() skips the notify when none)
   int n_tasks_ = 0;
-  const std::function<void(int)>* fn_ = nullptr;
+  const TaskFn* fn_ = nullptr;
   bool stop_ = false;
   std::mutex run_mu_;  // one parallel region at a time per pool
 };

@@ -72,19 +72,12 @@ void attend_group(const KvCache& kv, int il, const float* q, int pos, int g, con
 
 void attention(const KvCache& kv, int il, const float* q, int n, int pos0, const AttentionShape& sh, float* out,
                ThreadPool& pool) {
-  struct Args {
-    const KvCache& kv;
-    int il, pos0;
-    const float* q;
-    float* out;
-    const AttentionShape& sh;
-    size_t q_row, group;
-  } a{kv, il, pos0, q, out, sh, (size_t)sh.n_head * sh.head_dim, (size_t)sh.head_dim * (sh.n_head / sh.n_head_kv)};
-  // One captured pointer keeps the std::function in its small buffer: no allocation per call.
-  pool.run(n * sh.n_head_kv, [p = &a](int task) {
-    const int i = task / p->sh.n_head_kv, g = task % p->sh.n_head_kv;
-    const size_t off = i * p->q_row + g * p->group;
-    attend_group(p->kv, p->il, p->q + off, p->pos0 + i, g, p->sh, p->out + off);
+  const size_t q_row = (size_t)sh.n_head * sh.head_dim;
+  const size_t group = (size_t)sh.head_dim * (sh.n_head / sh.n_head_kv);
+  pool.run(n * sh.n_head_kv, [&](int task) {
+    const int i = task / sh.n_head_kv, g = task % sh.n_head_kv;
+    const size_t off = i * q_row + g * group;
+    attend_group(kv, il, q + off, pos0 + i, g, sh, out + off);
   });
 }
 
