@@ -45,12 +45,10 @@ inline __m512 per_block_lanes(__m256 v) {
 
 // sum over the group of u * x -> 16 int32 lanes, lane 2b + h within block b (exact).
 inline __m512i group_dot(const __m512i q[4], const int8_t* xg) {
-  const __m512i z = _mm512_setzero_si512();
-  __m512i s0 = _mm512_dpbusd_epi32(z, q[0], _mm512_loadu_si512((const void*)xg));
-  __m512i s1 = _mm512_dpbusd_epi32(z, q[1], _mm512_loadu_si512((const void*)(xg + 64)));
-  s0 = _mm512_dpbusd_epi32(s0, q[2], _mm512_loadu_si512((const void*)(xg + 128)));
-  s1 = _mm512_dpbusd_epi32(s1, q[3], _mm512_loadu_si512((const void*)(xg + 192)));
-  return _mm512_add_epi32(s0, s1);
+  __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[0], _mm512_loadu_si512((const void*)xg));
+  s = _mm512_dpbusd_epi32(s, q[1], _mm512_loadu_si512((const void*)(xg + 64)));
+  s = _mm512_dpbusd_epi32(s, q[2], _mm512_loadu_si512((const void*)(xg + 128)));
+  return _mm512_dpbusd_epi32(s, q[3], _mm512_loadu_si512((const void*)(xg + 192)));
 }
 
 // Walks weight rows [r0, r1) in blocks of kRowBlock and their units (groups / super-blocks) in
@@ -60,6 +58,23 @@ inline __m512i group_dot(const __m512i q[4], const int8_t* xg) {
 // its accumulators across column blocks, so the FMA sequence into every accumulator is exactly
 // that of an unblocked loop: blocking never changes a result bit.
 constexpr int64_t kRowBlock = 16, kColBlock = 8;
+
+// Software prefetch of the weights a few KB ahead (whole rows ahead, same units): the hardware
+// prefetcher alone lets the weight stream stall the kernels (seen as load misses at each block's
+// first load). Measured on Qwen2.5-Coder-1.5B (Zen, 2 threads): decode 29.7 -> 24 ms a token.
+// Tiles of many activation rows spend longer per byte, and gain from a longer distance.
+template <int R>
+inline const uint8_t* prefetch_row(const Matrix& w, int64_t r) {
+  constexpr int64_t kBytes = R <= 2 ? 2048 : 8192;
+  const int64_t ahead = 1 + kBytes / (int64_t)w.row_bytes;
+  return r + ahead < w.rows ? w.data + (size_t)(r + ahead) * w.row_bytes : nullptr;
+}
+
+// Every cache line of [p, p + n).
+inline void prefetch_range(const uint8_t* p, size_t n) {
+  const uintptr_t end = (uintptr_t)p + n;
+  for (uintptr_t a = (uintptr_t)p & ~(uintptr_t)63; a < end; a += 64) _mm_prefetch((const char*)a, _MM_HINT_T0);
+}
 
 // body(r, u0, u1, first, last, st): units [u0, u1) of weight row r; starts from zero when
 // `first` (else from st), writes the row's outputs when `last` (else saves to st). One column
@@ -90,6 +105,7 @@ void q32g_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size
   const __m256i block_offsets = _mm256_setr_epi32(0, bs, 2 * bs, 3 * bs, 4 * bs, 5 * bs, 6 * bs, 7 * bs);
   auto body = [&](int64_t r, int64_t g0, int64_t g1, bool first, bool last, __m512 (*st)[R]) {
     const typename W::block* wb = (const typename W::block*)(w.data + (size_t)r * w.row_bytes);
+    const uint8_t* ahead = prefetch_row<R>(w, r);
     __m512 acc[R];
     __m256 acco[R];
     __m128 accm[R];
@@ -100,6 +116,7 @@ void q32g_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size
     }
     for (int64_t g = g0; g < g1; g++) {
       const typename W::block* blk = wb + 8 * g;
+      if (ahead) prefetch_range(ahead + 8 * g * sizeof(*blk), 8 * sizeof(*blk));
       __m256i u[8];
       for (int b = 0; b < 8; b++) u[b] = W::unpack_u(blk[b]);
       __m512i q[4];
@@ -152,6 +169,7 @@ void q4kg_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size
   const __m128i pairs_hi = _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
   auto body = [&](int64_t r, int64_t b0, int64_t b1, bool first, bool last, __m512 (*st)[R]) {
     const quant::block_q4_K* wb = (const quant::block_q4_K*)(w.data + (size_t)r * w.row_bytes);
+    const uint8_t* ahead = prefetch_row<R>(w, r);
     __m512 acc[R], accm[R];
     for (int j = 0; j < R; j++) {
       acc[j] = first ? _mm512_setzero_ps() : st[0][j];
@@ -159,6 +177,7 @@ void q4kg_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size
     }
     for (int64_t b = b0; b < b1; b++) {
       const quant::block_q4_K& blk = wb[b];
+      if (ahead) prefetch_range(ahead + b * sizeof(blk), sizeof(blk));
       const __m128i sm128 = q4k_scales_mins_v(blk.scales);
       __m256i u[8];  // sub-block s: low nibbles of qs[32 (s/2) ..] for even s, high for odd s
       for (int m = 0; m < 4; m++) {
@@ -219,6 +238,7 @@ void q6kg_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size
   const __m128i sigma = _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
   auto body = [&](int64_t r, int64_t b0, int64_t b1, bool first, bool last, __m512 (*st)[R]) {
     const quant::block_q6_K* wb = (const quant::block_q6_K*)(w.data + (size_t)r * w.row_bytes);
+    const uint8_t* ahead = prefetch_row<R>(w, r);
     __m512 acc[R], acco[R];
     for (int j = 0; j < R; j++) {
       acc[j] = first ? _mm512_setzero_ps() : st[0][j];
@@ -226,6 +246,7 @@ void q6kg_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size
     }
     for (int64_t b = b0; b < b1; b++) {
       const quant::block_q6_K& blk = wb[b];
+      if (ahead) prefetch_range(ahead + b * sizeof(blk), sizeof(blk));
       __m512i z[4];  // plain order, 64 weights each (see x86_kquants.h for the bit layout)
       for (int h = 0; h < 2; h++) {
         const __m256i l0 = _mm256_loadu_si256((const __m256i*)(blk.ql + 64 * h));
