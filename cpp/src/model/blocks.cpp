@@ -1,4 +1,7 @@
 // The two sub-blocks every supported family is made of: self-attention and a gated feed-forward.
+#include <algorithm>
+
+#include "common/thread_pool.h"
 #include "model/kv_cache.h"
 #include "model/ops.h"
 #include "model/transformer.h"
@@ -41,11 +44,21 @@ void attention_block(Step& s, const LayerWeights& L, int il) {
 void ffn_block(Step& s, const LayerWeights& L, Act act) {
   s.matmul(L.ffn_gate, s.xn, s.gate);
   s.matmul(L.ffn_up, s.xn, s.up);
-  const int64_t count = (int64_t)s.n * s.hp.n_ff;
-  if (act == Act::SiLU) {
-    silu_mul(s.gate, s.up, count);
+  // Element-wise, so any split gives the same bits; one task per few rows of a long batch.
+  const int64_t count = (int64_t)s.n * s.hp.n_ff, chunk = 8192;
+  auto gated = [&](int task) {
+    const int64_t i0 = task * chunk, m = std::min(chunk, count - i0);
+    if (act == Act::SiLU) {
+      silu_mul(s.gate + i0, s.up + i0, m);
+    } else {
+      gelu_tanh_mul(s.gate + i0, s.up + i0, m);
+    }
+  };
+  const int n_tasks = (int)((count + chunk - 1) / chunk);
+  if (n_tasks == 1) {
+    gated(0);
   } else {
-    gelu_tanh_mul(s.gate, s.up, count);
+    s.pool.run(n_tasks, gated);
   }
   s.matmul(L.ffn_down, s.gate, s.tmp);
 }

@@ -1,17 +1,45 @@
 #include "model/ops.h"
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
+#include "cpu/convert.h"
 #include "quant/fp16.h"
 
 namespace qd::model {
 
-void float_to_half_row(const float* src, uint16_t* dst, int n) {
-  for (int i = 0; i < n; i++) dst[i] = f32_to_fp16(src[i]);
+namespace {
+
+// GELU(tanh) of every half value, rounded to half: ggml's table, indexed by the input's bits.
+struct GeluTable {
+  std::vector<uint16_t> y;
+  GeluTable() : y(65536) {
+    constexpr float kSqrt2OverPi = 0.79788456080286535588f;
+    constexpr float kCoef = 0.044715f;
+    for (uint32_t i = 0; i < 65536; i++) {
+      const float h = fp16_to_f32((uint16_t)i);
+      y[i] = f32_to_fp16(0.5f * h * (1.0f + std::tanh(kSqrt2OverPi * h * (1.0f + kCoef * h * h))));
+    }
+  }
+};
+
+const uint16_t* gelu_table() {
+  static const GeluTable t;  // 128 KB, built on first use
+  return t.y.data();
 }
 
+}  // namespace
+
+void float_to_half_row(const float* src, uint16_t* dst, int n) { cpu::fp32_to_fp16_row(src, dst, n); }
+
 void round_to_half(float* x, int64_t n) {
-  for (int64_t i = 0; i < n; i++) x[i] = fp16_to_f32(f32_to_fp16(x[i]));
+  uint16_t h[256];
+  for (int64_t i = 0; i < n; i += 256) {
+    const int64_t m = std::min<int64_t>(256, n - i);
+    cpu::fp32_to_fp16_row(x + i, h, m);
+    cpu::fp16_to_fp32_row(h, x + i, m);
+  }
 }
 
 void rmsnorm(const float* x, const float* w, int n_rows, int dim, float eps, float* y) {
@@ -55,20 +83,19 @@ void silu_mul(float* gate, const float* up, int64_t n) {
 }
 
 void gelu_tanh_mul(float* gate, const float* up, int64_t n) {
-  constexpr float kSqrt2OverPi = 0.79788456080286535588f;
-  constexpr float kCoef = 0.044715f;
-  for (int64_t i = 0; i < n; i++) {
-    const float g = gate[i];
-    float y;
-    if (g <= -10.0f) {
-      y = 0.0f;
-    } else if (g >= 10.0f) {
-      y = g;
-    } else {
-      const float h = fp16_to_f32(f32_to_fp16(g));
-      y = fp16_to_f32(f32_to_fp16(0.5f * h * (1.0f + std::tanh(kSqrt2OverPi * h * (1.0f + kCoef * h * h)))));
+  const uint16_t* table = gelu_table();
+  uint16_t h[256];
+  float t[256];
+  for (int64_t i0 = 0; i0 < n; i0 += 256) {
+    const int64_t m = std::min<int64_t>(256, n - i0);
+    float* g = gate + i0;
+    cpu::fp32_to_fp16_row(g, h, m);
+    for (int64_t i = 0; i < m; i++) h[i] = table[h[i]];
+    cpu::fp16_to_fp32_row(h, t, m);
+    for (int64_t i = 0; i < m; i++) {
+      const float v = g[i];
+      g[i] = (v <= -10.0f ? 0.0f : v >= 10.0f ? v : t[i]) * up[i0 + i];
     }
-    gate[i] = y * up[i];
   }
 }
 
