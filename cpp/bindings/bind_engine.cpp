@@ -168,9 +168,10 @@ std::unique_ptr<SpecEngine> engine_from_tables(py::array_t<float, py::array::c_s
   return e;
 }
 
-std::unique_ptr<ModelDrafter> context_drafter(std::shared_ptr<const qd::Model> m, int n_ctx, int threads,
-                                              std::vector<int> skip, const char* name, int max_lag) {
-  auto ctx = std::make_unique<qd::Context>(std::move(m), n_ctx, threads);
+std::unique_ptr<ModelDrafter> context_drafter(std::shared_ptr<const qd::Model> m, int n_ctx,
+                                              std::shared_ptr<qd::ThreadPool> pool, std::vector<int> skip,
+                                              const char* name, int max_lag) {
+  auto ctx = std::make_unique<qd::Context>(std::move(m), n_ctx, std::move(pool));
   if (!skip.empty()) ctx->set_skip_layers(std::move(skip));
   return std::make_unique<ModelDrafter>(std::make_unique<ContextSource>(std::move(ctx)), name, max_lag);
 }
@@ -191,16 +192,15 @@ std::unique_ptr<SpecEngine> engine_from_models(const std::string& target_path, c
   if (e->tok) cfg.stop_ids = e->tok->eog_ids();
   e->target = std::make_unique<ContextSource>(std::make_unique<qd::Context>(target, c.n_ctx, threads));
   const qd::Context& tctx = static_cast<ContextSource&>(*e->target).context();
-  threads = tctx.n_threads();
   if (kind == "ngram") {
     e->drafter = std::make_unique<NgramDrafter>(c.ngram_min, c.ngram_max);
   } else if (kind == "self") {
     if (skip_layers.empty()) skip_layers = default_skip_layers(target->n_layer());
-    e->drafter = context_drafter(target, c.n_ctx, threads, skip_layers, "self", c.draft_max_lag);
+    e->drafter = context_drafter(target, c.n_ctx, tctx.thread_pool(), skip_layers, "self", c.draft_max_lag);
   } else if (kind == "model" || kind == "hybrid") {
     std::shared_ptr<const qd::Model> draft = qd::Model::load(draft_path);
     check_compatible(target->file(), draft->file());
-    auto md = context_drafter(draft, c.n_ctx, threads, {}, "draft", c.draft_max_lag);
+    auto md = context_drafter(draft, c.n_ctx, tctx.thread_pool(), {}, "draft", c.draft_max_lag);
     if (kind == "model") e->drafter = std::move(md);
     else e->drafter = std::make_unique<HybridDrafter>(std::move(md), NgramDrafter(c.ngram_min, c.ngram_max));
   } else if (kind != "none") {

@@ -47,7 +47,8 @@ void check_kv_size(const Hparams& hp, int n_ctx) {
 struct Context::Impl {
   const model::TransformerModel& m;
   const Hparams& hp;
-  ThreadPool pool;
+  std::shared_ptr<ThreadPool> pool_owner;  // may be shared with other contexts (never run at once)
+  ThreadPool& pool;
   KvCache kv;
   std::vector<int> kv_valid;    // [n_layer]: positions whose keys/values this layer holds
   std::vector<uint8_t> skip;    // [n_layer]: 1 when the layer is skipped
@@ -58,10 +59,11 @@ struct Context::Impl {
   std::vector<float> x, xn, tmp, q, k, v, att, gate, up;
   std::vector<float> cos_g, sin_g, cos_s, sin_s;  // [cap][n_rot / 2]
 
-  Impl(const model::TransformerModel& model, int n_ctx, int n_threads)
+  Impl(const model::TransformerModel& model, int n_ctx, std::shared_ptr<ThreadPool> p)
       : m(model),
         hp(model.hparams()),
-        pool(n_threads),
+        pool_owner(std::move(p)),
+        pool(*pool_owner),
         kv(hp.n_layer, n_ctx, hp.n_head_kv * hp.head_dim),
         kv_valid((size_t)hp.n_layer, 0),
         skip((size_t)hp.n_layer, 0) {
@@ -134,13 +136,20 @@ struct Context::Impl {
   }
 };
 
-Context::Context(std::shared_ptr<const Model> model, int n_ctx, int n_threads) : model_(std::move(model)) {
+Context::Context(std::shared_ptr<const Model> model, int n_ctx, int n_threads)
+    : Context(std::move(model), n_ctx, std::make_shared<ThreadPool>(n_threads)) {}
+
+Context::Context(std::shared_ptr<const Model> model, int n_ctx, std::shared_ptr<ThreadPool> pool)
+    : model_(std::move(model)) {
   const model::TransformerModel& m = as_transformer(model_);
   if (n_ctx < 1) throw ArgError("Context: n_ctx must be at least 1, got " + std::to_string(n_ctx));
+  if (!pool) throw ArgError("Context: thread pool is null");
   check_kv_size(m.hparams(), n_ctx);  // throws before allocating when it would overflow
   n_ctx_ = n_ctx;
-  impl_ = std::make_unique<Impl>(m, n_ctx, n_threads);
+  impl_ = std::make_unique<Impl>(m, n_ctx, std::move(pool));
 }
+
+std::shared_ptr<ThreadPool> Context::thread_pool() const { return impl_->pool_owner; }
 
 Context::~Context() = default;
 

@@ -106,10 +106,13 @@ void ModelDrafter::propose(const std::vector<int32_t>& history, const DraftReque
   const int n = (int)out->tokens.size();
   if (n == 0) return;
   const double loop = now() - t_loop;
+  if (n_steps > 0) step_seconds_ = step_seconds / n_steps;
   if (n_caught_up <= 2) {
     out->token_seconds = (catch_up_seconds + loop) / n;
-  } else if (n_steps > 0) {
-    out->token_seconds = (loop + step_seconds / n_steps) / n;
+  } else if (step_seconds_ > 0.0) {
+    out->token_seconds = (loop + step_seconds_) / n;
+  } else {  // no single step timed yet: the catch-up's per-token cost (batched, so a low guess)
+    out->token_seconds = (loop + catch_up_seconds / n_caught_up) / n;
   }
 }
 

@@ -38,6 +38,7 @@ class ModelDrafter : public Drafter {
   std::vector<int32_t> cached_;  // tokens in the draft's KV cache, in order
   std::vector<float> logits_;    // [n_vocab]
   std::vector<int32_t> ctx_;     // history + tokens drafted so far (penalty window)
+  double step_seconds_ = -1.0;   // last measured time of one single-token eval, < 0 unknown
 };
 
 }  // namespace qd::spec
