@@ -106,9 +106,12 @@ def worker(spec: dict) -> dict:
         return res
     if kind == "spec":
         draft = None if spec["draft"] == "none" else spec["draft"]
-        if draft not in (None, "ngram", "self"):
+        if draft and draft.startswith("hybrid:"):
+            draft = ("hybrid", str(models.resolve(draft.split(":", 1)[1])))
+        elif draft not in (None, "ngram", "self"):
             draft = str(models.resolve(draft))
-        e = quickdraft.Engine(str(models.resolve(spec["target"])), draft=draft, n_ctx=2048, threads=spec["threads"])
+        e = quickdraft.Engine(str(models.resolve(spec["target"])), draft=draft, n_ctx=2048, threads=spec["threads"],
+                              draft_head=spec.get("draft_head"))
         prompt = e.tokenizer.apply_chat_template([{"role": "user", "content": spec["prompt"]}], add_generation_prompt=True)
         e.generate(prompt, max_tokens=8, temperature=0)  # warm-up
         c = e.generate(prompt, max_tokens=spec["n"], temperature=0)

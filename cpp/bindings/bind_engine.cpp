@@ -124,8 +124,21 @@ struct EngineConfig {
   bool adaptive = true;
   int ngram_min = 2, ngram_max = 4;
   int draft_max_lag = 64;  // a model drafter further behind restarts from the recent tokens
+  // Draft head (qd::Context::set_head_subset): logits of the first draft_head ids plus the
+  // text's own ids. -1: kDefaultDraftHead when the draft vocabulary has >= kDraftHeadMinVocab
+  // entries, else the full layer; 0: the full layer.
+  int draft_head = -1;
   std::vector<int32_t> stop_ids;
 };
+
+constexpr int kDefaultDraftHead = 32768;
+constexpr int kDraftHeadMinVocab = 65536;
+
+int draft_head_rows(const EngineConfig& c, int n_vocab) {
+  if (c.draft_head < -1) throw qd::ArgError("draft_head must be -1 (auto), 0 (full) or a token count");
+  if (c.draft_head == -1) return n_vocab >= kDraftHeadMinVocab ? kDefaultDraftHead : 0;
+  return c.draft_head;
+}
 
 void finish_engine(SpecEngine& e, const EngineConfig& c) {
   GeneratorConfig g;
@@ -168,12 +181,15 @@ std::unique_ptr<SpecEngine> engine_from_tables(py::array_t<float, py::array::c_s
   return e;
 }
 
-std::unique_ptr<ModelDrafter> context_drafter(std::shared_ptr<const qd::Model> m, int n_ctx,
-                                              std::shared_ptr<qd::ThreadPool> pool, std::vector<int> skip,
-                                              const char* name, int max_lag) {
-  auto ctx = std::make_unique<qd::Context>(std::move(m), n_ctx, std::move(pool));
+// A drafter over its own context on `pool` (the target's): skipped layers for self-drafting,
+// and the draft head for large vocabularies (the stop ids always in it).
+std::unique_ptr<ModelDrafter> context_drafter(std::shared_ptr<const qd::Model> m, std::shared_ptr<qd::ThreadPool> pool,
+                                              std::vector<int> skip, const char* name, const EngineConfig& c) {
+  const int head = draft_head_rows(c, m->n_vocab());
+  auto ctx = std::make_unique<qd::Context>(std::move(m), c.n_ctx, std::move(pool));
   if (!skip.empty()) ctx->set_skip_layers(std::move(skip));
-  return std::make_unique<ModelDrafter>(std::make_unique<ContextSource>(std::move(ctx)), name, max_lag);
+  if (head > 0) ctx->set_head_subset(head, c.stop_ids);
+  return std::make_unique<ModelDrafter>(std::make_unique<ContextSource>(std::move(ctx)), name, c.draft_max_lag);
 }
 
 // An engine over GGUF models. kind: "none", "ngram", "self", "model" or "hybrid"; draft_path
@@ -196,11 +212,11 @@ std::unique_ptr<SpecEngine> engine_from_models(const std::string& target_path, c
     e->drafter = std::make_unique<NgramDrafter>(c.ngram_min, c.ngram_max);
   } else if (kind == "self") {
     if (skip_layers.empty()) skip_layers = default_skip_layers(target->n_layer());
-    e->drafter = context_drafter(target, c.n_ctx, tctx.thread_pool(), skip_layers, "self", c.draft_max_lag);
+    e->drafter = context_drafter(target, tctx.thread_pool(), skip_layers, "self", cfg);
   } else if (kind == "model" || kind == "hybrid") {
     std::shared_ptr<const qd::Model> draft = qd::Model::load(draft_path);
     check_compatible(target->file(), draft->file());
-    auto md = context_drafter(draft, c.n_ctx, tctx.thread_pool(), {}, "draft", c.draft_max_lag);
+    auto md = context_drafter(draft, tctx.thread_pool(), {}, "draft", cfg);
     if (kind == "model") e->drafter = std::move(md);
     else e->drafter = std::make_unique<HybridDrafter>(std::move(md), NgramDrafter(c.ngram_min, c.ngram_max));
   } else if (kind != "none") {
@@ -310,6 +326,7 @@ void register_engine(py::module_& m) {
       .def_readwrite("ngram_min", &EngineConfig::ngram_min)
       .def_readwrite("ngram_max", &EngineConfig::ngram_max)
       .def_readwrite("draft_max_lag", &EngineConfig::draft_max_lag)
+      .def_readwrite("draft_head", &EngineConfig::draft_head)
       .def_readwrite("stop_ids", &EngineConfig::stop_ids);
 
   py::class_<SpecEngine>(m, "SpecEngine")

@@ -81,6 +81,10 @@ class BoundContext {
     std::lock_guard<std::mutex> lock(mu_);
     ctx_->set_skip_layers(std::move(layers));
   }
+  void set_head_subset(int n_top, const std::vector<int32_t>& always) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ctx_->set_head_subset(n_top, always);
+  }
   const qd::Context& ctx() const { return *ctx_; }
 
  private:
@@ -144,6 +148,9 @@ void register_model(py::module_& m) {
       .def_property_readonly("n_past", [](const BoundContext& s) { return s.ctx().n_past(); })
       .def_property_readonly("n_ctx", [](const BoundContext& s) { return s.ctx().n_ctx(); })
       .def_property_readonly("n_threads", [](const BoundContext& s) { return s.ctx().n_threads(); })
+      .def("set_head_subset", &BoundContext::set_head_subset, py::arg("n_top"), py::arg("always") = std::vector<int32_t>(),
+           "Draft head: logits only for ids < n_top, `always`, and ids evaluated from now on; others -inf.")
+      .def_property_readonly("head_subset", [](const BoundContext& s) { return s.ctx().head_subset(); })
       .def_property(
           "skip_layers", [](const BoundContext& s) { return s.ctx().skip_layers(); }, &BoundContext::set_skip_layers);
 }

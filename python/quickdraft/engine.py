@@ -111,7 +111,10 @@ class Engine:
     and acceptance (``adaptive=False`` always drafts draft_max). p_min: a model drafter stops
     when its top probability falls below this. skip_layers: the layers "self" skips (default:
     ``quickdraft._core.default_skip_layers(n_layer)``). ngram_min / ngram_max: suffix lengths
-    the n-gram drafter matches.
+    the n-gram drafter matches. draft_head: a model drafter ("self" too) computes its output layer
+    only for the first draft_head token ids, the stop tokens and the ids that occur in the text
+    (None: 32768 when the draft vocabulary has 65536 tokens or more, else all; 0: all). The
+    output is unchanged, only the drafts: the target verifies with its full output layer.
 
     Greedy output (temperature=0) is token-for-token the target's own greedy output. Sampled
     output has exactly the target's distribution. Passing ``seed=`` when sampling makes the text
@@ -132,8 +135,12 @@ class Engine:
         skip_layers: Optional[Sequence[int]] = None,
         ngram_min: int = 2,
         ngram_max: int = 4,
+        draft_head: Optional[int] = None,
     ):
         cfg = _config(n_ctx, draft_max, p_min, adaptive, ngram_min, ngram_max)
+        if draft_head is not None and int(draft_head) < 0:
+            raise ValueError(f"draft_head must be None, 0 (the full layer) or a token count, got {draft_head!r}")
+        cfg.draft_head = -1 if draft_head is None else int(draft_head)
         kind, draft_path = _draft_kind(draft)
         threads = 0 if threads is None else int(threads)
         self._target_path = _model_path(target)

@@ -106,8 +106,11 @@ void dequantize_row(const Matrix& w, int64_t r, float* dst) {
   t.to_float(w.data + (size_t)r * w.row_bytes, dst, w.cols);
 }
 
-void matmul(const Matrix& w, const float* x, int64_t n, float* y, ThreadPool& pool, Isa isa) {
+namespace {
+
+void matmul_impl(const Matrix& w, const float* x, int64_t n, float* y, int64_t ldy, ThreadPool& pool, Isa isa) {
   check_shape(w);
+  if (ldy < w.rows) throw ArgError("matmul: ldy " + std::to_string(ldy) + " < rows " + std::to_string(w.rows));
   if (n <= 0) return;
   const KernelTable& table = kernel_table(isa);
   const GemmKernel k = find_kernel(table, w);
@@ -145,8 +148,18 @@ void matmul(const Matrix& w, const float* x, int64_t n, float* y, ThreadPool& po
   pool.run((int)(n_chunks * n_ablocks), [&](int task) {
     const int64_t c = task / n_ablocks, a0 = task % n_ablocks * kActBlock;
     const int64_t r0 = c * chunk, r1 = std::min(w.rows, r0 + chunk);
-    k.fn(w, r0, r1, act + (size_t)a0 * stride, stride, std::min(kActBlock, n - a0), y + a0 * w.rows, w.rows);
+    k.fn(w, r0, r1, act + (size_t)a0 * stride, stride, std::min(kActBlock, n - a0), y + a0 * ldy, ldy);
   });
+}
+
+}  // namespace
+
+void matmul(const Matrix& w, const float* x, int64_t n, float* y, ThreadPool& pool, Isa isa) {
+  matmul_impl(w, x, n, y, w.rows, pool, isa);
+}
+
+void matmul(const Matrix& w, const float* x, int64_t n, float* y, int64_t ldy, ThreadPool& pool) {
+  matmul_impl(w, x, n, y, ldy, pool, active_isa());
 }
 
 void fp16_to_fp32_row(const uint16_t* src, float* dst, int64_t n, Isa isa) {

@@ -33,6 +33,10 @@ void matmul(const Matrix& w, const float* x, int64_t n, float* y, ThreadPool& po
 // Same with an explicit ISA (tests and benchmarks); ArgError when `isa` is not available here.
 void matmul(const Matrix& w, const float* x, int64_t n, float* y, ThreadPool& pool, Isa isa);
 
+// Output rows ldy (>= rows) floats apart: y[i * ldy + r]. Row r's values are the same bits as in
+// a product with any other row range of the same matrix (the kernels' contract).
+void matmul(const Matrix& w, const float* x, int64_t n, float* y, int64_t ldy, ThreadPool& pool);
+
 // Weight row r dequantized to cols floats (embedding lookup).
 void dequantize_row(const Matrix& w, int64_t r, float* dst);
 

@@ -82,8 +82,9 @@ inline void prefetch_range(const uint8_t* p, size_t n) {
 template <int NAcc, int R, class Body>
 inline void column_blocked(int64_t r0, int64_t r1, int64_t n_units, Body&& body) {
   alignas(64) __m512 st[kRowBlock][NAcc][R];
-  // one or two activation rows fit L1 whole: keep the weight rows streaming in order
-  const int64_t col_block = R <= 2 ? n_units : kColBlock;
+  // Activation rows that fit L1 whole (about 256 bytes of them per unit and row): keep the
+  // weight rows streaming in order.
+  const int64_t col_block = R * n_units * 256 <= (24 << 10) ? n_units : kColBlock;
   for (int64_t rb = r0; rb < r1; rb += kRowBlock) {
     const int64_t re = rb + kRowBlock < r1 ? rb + kRowBlock : r1;
     int64_t u0 = 0;

@@ -55,6 +55,14 @@ struct Context::Impl {
   RopeFreqs freq_global, freq_swa;
   bool any_swa = false;
 
+  // Draft head (set_head_subset): ids [0, head_top) plus head_ids, whose rows of the output
+  // matrix are copied into head_rows. head_top == 0: the full layer.
+  int head_top = 0;
+  std::vector<uint8_t> head_seen;  // [n_vocab] when a subset is set
+  std::vector<int32_t> head_ids;
+  std::vector<uint8_t> head_rows;
+  std::vector<float> head_out;     // [rows][head_ids.size()]
+
   int cap = 0;  // rows the scratch below holds
   std::vector<float> x, xn, tmp, q, k, v, att, gate, up;
   std::vector<float> cos_g, sin_g, cos_s, sin_s;  // [cap][n_rot / 2]
@@ -131,8 +139,46 @@ struct Context::Impl {
     const model::Weights& w = m.weights();
     const size_t E = hp.n_embd;
     model::rmsnorm(x.data() + r0 * E, w.output_norm, rows, hp.n_embd, hp.rms_eps, xn.data());
+    if (head_top > 0) return output_subset(rows, logits);
     cpu::matmul(w.output, xn.data(), rows, logits, pool);
     if (hp.logit_softcap > 0.0f) model::softcap(logits, hp.logit_softcap, (int64_t)rows * hp.n_vocab);
+  }
+
+  void output_subset(int rows, float* logits) {
+    const cpu::Matrix& out = m.weights().output;
+    const int64_t V = hp.n_vocab, n_extra = (int64_t)head_ids.size();
+    cpu::Matrix top = out;
+    top.rows = head_top;
+    cpu::matmul(top, xn.data(), rows, logits, V, pool);
+    if (n_extra > 0) {
+      cpu::Matrix extra = out;
+      extra.data = head_rows.data();
+      extra.rows = n_extra;
+      head_out.resize((size_t)rows * n_extra);
+      cpu::matmul(extra, xn.data(), rows, head_out.data(), n_extra, pool);
+    }
+    const float cap = hp.logit_softcap;
+    if (cap > 0.0f && n_extra > 0) model::softcap(head_out.data(), cap, rows * n_extra);
+    for (int i = 0; i < rows; i++) {
+      float* li = logits + (size_t)i * V;
+      if (cap > 0.0f) model::softcap(li, cap, head_top);
+      std::fill(li + head_top, li + V, -INFINITY);
+      const float* e = head_out.data() + (size_t)i * n_extra;
+      for (int64_t j = 0; j < n_extra; j++) li[head_ids[(size_t)j]] = e[j];
+    }
+  }
+
+  // Adds ids >= head_top not seen before to the draft head (up to kMaxHeadExtra).
+  void head_add(const int32_t* ids, int n) {
+    const cpu::Matrix& out = m.weights().output;
+    for (int i = 0; i < n; i++) {
+      const int32_t id = ids[i];
+      if (id < head_top || head_seen[(size_t)id] || (int)head_ids.size() >= Context::kMaxHeadExtra) continue;
+      head_seen[(size_t)id] = 1;
+      head_ids.push_back(id);
+      const uint8_t* row = out.data + (size_t)id * out.row_bytes;
+      head_rows.insert(head_rows.end(), row, row + out.row_bytes);
+    }
   }
 };
 
@@ -175,6 +221,7 @@ void Context::eval(const int32_t* tokens, int n, float* logits, bool last_only) 
                      "reset() after un-skipping layers");
     }
   }
+  if (impl_->head_top > 0) impl_->head_add(tokens, n);
   impl_->reserve(std::min(n, kMaxUbatch));
   for (int done = 0; done < n;) {
     const int m = std::min(kMaxUbatch, n - done);
@@ -197,6 +244,26 @@ void Context::truncate(int n_past) {
   n_past_ = n_past;
   for (int& v : impl_->kv_valid) v = std::min(v, n_past);
 }
+
+void Context::set_head_subset(int n_top, const std::vector<int32_t>& always) {
+  const int V = model_->n_vocab();
+  for (int32_t id : always) {
+    if (id < 0 || id >= V) {
+      throw ArgError("set_head_subset: token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+                     std::to_string(V) + ")");
+    }
+  }
+  Impl& d = *impl_;
+  d.head_top = n_top <= 0 || n_top >= V ? 0 : n_top;
+  d.head_ids.clear();
+  d.head_rows.clear();
+  d.head_seen.clear();
+  if (d.head_top == 0) return;
+  d.head_seen.assign((size_t)V, 0);
+  d.head_add(always.data(), (int)always.size());
+}
+
+int Context::head_subset() const { return impl_->head_top; }
 
 void Context::set_skip_layers(std::vector<int> layers) {
   const int L = model_->n_layer();

@@ -83,6 +83,15 @@ class Context {
   void truncate(int n_past);
   void reset() { truncate(0); }
 
+  // Draft head: the output layer for ids [0, n_top) only (BPE vocabularies put frequent tokens
+  // first), for the ids in `always`, and for every id this context evaluates from now on (the
+  // text's own tokens, at most kMaxHeadExtra of them); every other logit is -inf. Computed
+  // logits are bit-identical to the full layer's. n_top <= 0 or >= n_vocab: the full layer.
+  // For a drafter only: the verifier must see full logits.
+  void set_head_subset(int n_top, const std::vector<int32_t>& always = {});
+  int head_subset() const;  // n_top, 0 when the full layer is computed
+  static constexpr int kMaxHeadExtra = 16384;
+
   // Self-speculation: layers to skip in the forward pass (empty = none). A context that skips
   // layers has its own KV cache, so it can draft for a full context over the same Model.
   void set_skip_layers(std::vector<int> layers);

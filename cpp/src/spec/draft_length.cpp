@@ -78,6 +78,14 @@ int DraftLength::next(int source) {
   if (best > 0) {
     s.idle_steps = 0;
     s.failed_probes = 0;
+    // Now and then a neighbouring length whose expected rate is close: row counts never used
+    // keep their first (or prior) cost, and an unlucky one would otherwise never be revisited.
+    if (++s.steps_since_explore >= opt_.explore_every) {
+      s.steps_since_explore = 0;
+      s.explore_up = !s.explore_up;
+      const int alt = s.explore_up ? best + 1 : best - 1;
+      if (alt >= 1 && alt <= kmax && rate(source, alt) >= 0.9 * best_rate) return alt;
+    }
     return best;
   }
   if (++s.idle_steps >= probe_interval(source)) {
@@ -138,8 +146,9 @@ void DraftLength::record_verify(int source, int n_rows, int n_accepted, double s
   const int n_drafted = n_rows - 1;
   if (n_drafted <= 0) return;
   Source& s = src_[source];
-  s.accepted = s.accepted * opt_.decay + n_accepted;
-  s.rejected = s.rejected * opt_.decay + (n_accepted < n_drafted ? 1.0 : 0.0);
+  const double fade = std::pow(opt_.decay, n_drafted);
+  s.accepted = s.accepted * fade + n_accepted;
+  s.rejected = s.rejected * fade + (n_accepted < n_drafted ? 1.0 : 0.0);
 }
 
 }  // namespace qd::spec

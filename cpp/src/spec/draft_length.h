@@ -22,7 +22,8 @@ struct DraftLengthOptions {
   bool adaptive = true;        // false: always draft_max (p_min may still stop a draft early)
   double alpha_prior = 0.6;    // acceptance assumed before any evidence
   double prior_weight = 2.0;   // ... worth this many observed tokens
-  double decay = 0.95;         // per step: older evidence fades (acceptance drifts with the text)
+  double decay = 0.98;         // per drafted token: older evidence fades (acceptance drifts with the text)
+  int explore_every = 8;       // steps between tries of a neighbouring draft length
   int probe_every = 4;         // fewest steps at k = 0 between probes
   double probe_budget = 0.05;  // share of the time probes may cost
   int probe_length = 2;
@@ -57,6 +58,8 @@ class DraftLength {
     int n_d = 0;                            // measurements of c_d
     int idle_steps = 0;                     // consecutive steps at k = 0
     int failed_probes = 0;                  // probes since drafting last paid
+    int steps_since_explore = 0;
+    bool explore_up = false;                // the next exploration tries best + 1 (else best - 1)
   };
   void rescale(double factor);
 

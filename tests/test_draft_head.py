@@ -1,0 +1,97 @@
+"""The draft head (Context.set_head_subset): a drafter's output layer computed only for the first
+n_top ids, the `always` ids and the ids the context has evaluated. Oracle: the same context's full
+output layer. Computed logits must be the same bits, every other logit -inf; and speculation
+with a draft head must still reproduce plain greedy decoding token for token."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from quickdraft import Engine, _core
+from fixtures.tiny_models import TinySpec, write_tiny_model
+
+PROMPT = [3, 17, 5, 3, 17, 9, 40, 3, 17, 70, 81]
+
+
+@pytest.fixture(scope="module", params=[0.0, 30.0], ids=["plain", "softcap"])
+def tiny(request, tmp_path_factory):
+    spec = TinySpec(arch="gemma3", n_layer=2, n_vocab=96, wtype="Q8_0", logit_softcap=request.param, seed=3)
+    return write_tiny_model(tmp_path_factory.mktemp("head") / "m.gguf", spec)
+
+
+def contexts(path):
+    lm = _core.LoadedModel(str(path))
+    return _core.Context(lm, 64, 2), _core.Context(lm, 64, 2)
+
+
+def test_subset_logits_are_the_full_layer_bits(tiny):
+    full, sub = contexts(tiny)
+    sub.set_head_subset(16, [90])
+    assert sub.head_subset == 16
+    want = full.eval(PROMPT)
+    got = sub.eval(PROMPT)
+    computed = sorted(set(range(16)) | {90} | set(PROMPT))
+    np.testing.assert_array_equal(got[:, computed], want[:, computed])
+    rest = np.setdiff1d(np.arange(96), computed)
+    assert np.all(got[:, rest] == -np.inf)
+    assert np.isfinite(want).all()
+
+
+def test_ids_join_the_head_when_evaluated(tiny):
+    full, sub = contexts(tiny)
+    sub.set_head_subset(8)
+    first = sub.eval([1, 2, 3], last_only=True)
+    assert first[50] == -np.inf
+    full.eval([1, 2, 3])
+    got = sub.eval([50], last_only=True)
+    want = full.eval([50], last_only=True)
+    assert got[50] == want[50] and np.isfinite(got[50])
+    assert got[51] == -np.inf
+
+
+def test_full_layer_again_and_bad_ids(tiny):
+    full, sub = contexts(tiny)
+    sub.set_head_subset(8)
+    sub.set_head_subset(0)
+    assert sub.head_subset == 0
+    np.testing.assert_array_equal(sub.eval(PROMPT), full.eval(PROMPT))
+    with pytest.raises(ValueError, match="outside the vocabulary"):
+        sub.set_head_subset(8, [96])
+
+
+@pytest.mark.parametrize("head", [None, 0, 8, 40])
+def test_speculation_with_a_draft_head_equals_plain(tmp_path_factory, head):
+    d = tmp_path_factory.mktemp("pair")
+    target = write_tiny_model(d / "t.gguf", TinySpec(arch="qwen2", n_layer=3, n_vocab=96, wtype="Q8_0", seed=1))
+    draft = write_tiny_model(d / "d.gguf", TinySpec(arch="qwen2", n_layer=2, n_vocab=96, wtype="Q8_0", seed=1))
+    plain = Engine(str(target), n_ctx=128, threads=2).generate(PROMPT, max_tokens=20, temperature=0.0)
+    eng = Engine(str(target), draft=str(draft), n_ctx=128, threads=2, draft_max=4, p_min=0.0, adaptive=False,
+                 draft_head=head)
+    out = eng.generate(PROMPT, max_tokens=20, temperature=0.0)
+    assert out.tokens == plain.tokens
+    assert out.stats.drafted > 0
+
+
+def test_negative_draft_head_is_refused(tmp_path):
+    target = write_tiny_model(tmp_path / "t.gguf", TinySpec(arch="qwen2", n_vocab=96, seed=1))
+    with pytest.raises(ValueError, match="draft_head"):
+        Engine(str(target), draft="self", draft_head=-5)
+
+
+@pytest.mark.real
+@pytest.mark.slow
+def test_qwen_draft_head_keeps_the_real_logits(model_path):
+    """On the real 0.5B draft (151936 ids, the default head of 32768): the computed logits are
+    the full layer's, and the draft's greedy choice agrees with the full head's where it is
+    inside the head (how often it is outside is what acceptance pays for)."""
+    lm = _core.LoadedModel(str(model_path("qwen2.5-coder-0.5b")))
+    full, sub = _core.Context(lm, 256, 2), _core.Context(lm, 256, 2)
+    sub.set_head_subset(32768, [151643, 151645])
+    ids = [750, 3974, 10231, 2890, 982, 262, 471, 2890, 421, 2890, 2651, 220, 16, 770, 3974, 10231]
+    want, got = full.eval(ids), sub.eval(ids)
+    cols = np.isfinite(got[0])
+    assert cols.sum() == 32768 + 2 + len({i for i in ids if i >= 32768})
+    np.testing.assert_array_equal(got[:, cols], want[:, cols])
+    inside = cols[np.argmax(want, axis=1)]
+    assert np.array_equal(np.argmax(got, axis=1)[inside], np.argmax(want, axis=1)[inside])
