@@ -59,23 +59,6 @@ inline __m512i group_dot(const __m512i q[4], const int8_t* xg) {
 // that of an unblocked loop: blocking never changes a result bit.
 constexpr int64_t kRowBlock = 16, kColBlock = 8;
 
-// Software prefetch of the weights a few KB ahead (whole rows ahead, same units): the hardware
-// prefetcher alone lets the weight stream stall the kernels (seen as load misses at each block's
-// first load). Measured on Qwen2.5-Coder-1.5B (Zen, 2 threads): decode 29.7 -> 24 ms a token.
-// Tiles of many activation rows spend longer per byte, and gain from a longer distance.
-template <int R>
-inline const uint8_t* prefetch_row(const Matrix& w, int64_t r) {
-  constexpr int64_t kBytes = R <= 2 ? 2048 : 8192;
-  const int64_t ahead = 1 + kBytes / (int64_t)w.row_bytes;
-  return r + ahead < w.rows ? w.data + (size_t)(r + ahead) * w.row_bytes : nullptr;
-}
-
-// Every cache line of [p, p + n).
-inline void prefetch_range(const uint8_t* p, size_t n) {
-  const uintptr_t end = (uintptr_t)p + n;
-  for (uintptr_t a = (uintptr_t)p & ~(uintptr_t)63; a < end; a += 64) _mm_prefetch((const char*)a, _MM_HINT_T0);
-}
-
 // body(r, u0, u1, first, last, st): units [u0, u1) of weight row r; starts from zero when
 // `first` (else from st), writes the row's outputs when `last` (else saves to st). One column
 // block (short rows) never touches st.

@@ -67,10 +67,12 @@ void q4k_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_
   KUnpacked u;
   for (int64_t r = r0; r < r1; r++) {
     const quant::block_q4_K* wb = (const quant::block_q4_K*)(w.data + (size_t)r * w.row_bytes);
+    const uint8_t* ahead = prefetch_row<R>(w, r);
     __m256 acc[R], accm[R];
     for (int j = 0; j < R; j++) acc[j] = accm[j] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
       const quant::block_q4_K& blk = wb[b];
+      if (ahead) prefetch_range(ahead + b * sizeof(blk), sizeof(blk));
       uint8_t sm[16];
       q4k_scales_mins(blk.scales, sm);
       for (int k = 0; k < 4; k++) {  // 64 elements: low nibbles = sub-block 2k, high = 2k + 1
@@ -108,10 +110,12 @@ void q6k_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_
   KUnpacked u;
   for (int64_t r = r0; r < r1; r++) {
     const quant::block_q6_K* wb = (const quant::block_q6_K*)(w.data + (size_t)r * w.row_bytes);
+    const uint8_t* ahead = prefetch_row<R>(w, r);
     __m256 acc[R], acco[R];
     for (int j = 0; j < R; j++) acc[j] = acco[j] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
       const quant::block_q6_K& blk = wb[b];
+      if (ahead) prefetch_range(ahead + b * sizeof(blk), sizeof(blk));
       for (int h = 0; h < 2; h++) {  // 128 elements: chunks 4h..4h+3
         const __m256i l0 = _mm256_loadu_si256((const __m256i*)(blk.ql + 64 * h));
         const __m256i l1 = _mm256_loadu_si256((const __m256i*)(blk.ql + 64 * h + 32));

@@ -141,6 +141,7 @@ void q32_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_
   for (int j = 0; j < R; j++) x[j] = act_q8_0(act + (size_t)j * stride, w.cols);
   for (int64_t r = r0; r < r1; r++) {
     const typename W::block* wb = (const typename W::block*)(w.data + (size_t)r * w.row_bytes);
+    const uint8_t* ahead = prefetch_row<R>(w, r);
     __m256 acc0[R], acc1[R];
     float summ[R];
     for (int j = 0; j < R; j++) {
@@ -150,6 +151,7 @@ void q32_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_
     }
     int64_t b = 0;
     for (; b + 2 <= nb; b += 2) {
+      if (ahead) prefetch_range(ahead + b * sizeof(*wb), 2 * sizeof(*wb));
       q32_block<Tag, W, R>(wb[b], b, x, acc0, summ);
       q32_block<Tag, W, R>(wb[b + 1], b + 1, x, acc1, summ);
     }
