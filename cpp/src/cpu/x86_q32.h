@@ -33,6 +33,18 @@ inline __m256i bytes_from_bits_32(const uint8_t* x) {
   return _mm256_cmpeq_epi8(bytes, _mm256_set1_epi64x(-1));
 }
 
+// Q5 weights as unsigned bytes: the nibble plus 16 where the high bit is set.
+inline __m256i q5_unpack_u(const uint8_t* qs, const uint8_t* qh) {
+#if defined(__AVX512BW__) && defined(__AVX512VL__)
+  uint32_t h;
+  std::memcpy(&h, qh, 4);
+  const __m256i nib = unpack_nibbles(qs);
+  return _mm256_mask_add_epi8(nib, (__mmask32)h, nib, _mm256_set1_epi8(0x10));  // one op for the high bits
+#else
+  return _mm256_or_si256(unpack_nibbles(qs), _mm256_and_si256(bytes_from_bits_32(qh), _mm256_set1_epi8(0x10)));
+#endif
+}
+
 // A weight format: block type, unpack to 32 int8 (signed) or uint8 (unsigned + min term).
 struct WQ4_0 {
   using block = quant::block_q4_0;
@@ -68,7 +80,7 @@ struct WQ5_0 {
   }
   static float m(const block&) { return 0.f; }
   // Unsigned form u: w = d * u + c (c: kHasM / kOffset), for the grouped VNNI kernels.
-  static __m256i unpack_u(const block& b) { return _mm256_or_si256(unpack_nibbles(b.qs), _mm256_and_si256(bytes_from_bits_32(b.qh), _mm256_set1_epi8(0x10))); }
+  static __m256i unpack_u(const block& b) { return q5_unpack_u(b.qs, b.qh); }
 };
 
 struct WQ5_1 {
@@ -82,7 +94,7 @@ struct WQ5_1 {
   }
   static float m(const block& b) { return h2f(b.m); }
   // Unsigned form u: w = d * u + c (c: kHasM / kOffset), for the grouped VNNI kernels.
-  static __m256i unpack_u(const block& b) { return _mm256_or_si256(unpack_nibbles(b.qs), _mm256_and_si256(bytes_from_bits_32(b.qh), _mm256_set1_epi8(0x10))); }
+  static __m256i unpack_u(const block& b) { return q5_unpack_u(b.qs, b.qh); }
 };
 
 struct WQ8_0 {
