@@ -179,6 +179,61 @@ def ratio(a, b) -> str:
     return f"{a / b:5.2f}x" if a and b else "    -"
 
 
+def plot(result: dict, path: Path) -> None:
+    """Decode and pp512 ratios, the verify cost curve, speculative tok/s: one PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    t = result["threads"]
+    keys = list(result["models"])
+    if keys:
+        ax = axes[0]
+        xs = range(len(keys))
+        for off, metric in ((-0.2, "tg128"), (0.2, "pp512")):
+            vals = [result["models"][k]["ours"][metric] / result["models"][k]["llama.cpp"].get(metric, float("nan"))
+                    for k in keys]
+            ax.bar([x + off for x in xs], vals, 0.4, label="decode" if metric == "tg128" else "pp512")
+        ax.axhline(1.0, color="grey", lw=0.8)
+        ax.set_xticks(list(xs), keys, rotation=15)
+        ax.set_ylabel(f"quickdraft / llama.cpp ({t} threads)")
+        ax.set_title("forward pass speed ratio")
+        ax.legend()
+        for k in keys:
+            if "verify_ms" in result["models"][k]["ours"]:
+                ov = {int(n): v for n, v in result["models"][k]["ours"]["verify_ms"].items()}
+                pv = {int(n): v for n, v in result["models"][k]["llama.cpp"]["verify_ms"].items()}
+                ns = sorted(ov)
+                axes[1].plot(ns, [ov[n] / ov[1] for n in ns], "o-", label="quickdraft")
+                axes[1].plot(ns, [pv[n] / pv[1] for n in ns], "s--", label="llama.cpp")
+                axes[1].set_xlabel("tokens in one forward")
+                axes[1].set_ylabel("time / time of 1 token")
+                axes[1].set_title(f"verify cost, {k}")
+                axes[1].legend()
+    if result["spec"]:
+        ax = axes[2]
+        names = list(result["spec"])
+        cols = ["llama plain", "llama spec"] + [f"ours {d}" for d in result["spec"][names[0]]["ours"]]
+        w = 0.8 / len(cols)
+        for c, col in enumerate(cols):
+            vals = []
+            for nme in names:
+                r = result["spec"][nme]
+                v = r["llama_plain"] if col == "llama plain" else r["llama_spec"] if col == "llama spec" \
+                    else r["ours"][col[5:]]
+                vals.append(v["tok_s"])
+            ax.bar([i - 0.4 + w * (c + 0.5) for i in range(len(names))], vals, w, label=col.split("-")[-1])
+        ax.set_xticks(range(len(names)), names)
+        ax.set_ylabel("tok/s, greedy")
+        ax.set_title("speculative decoding, Qwen2.5-Coder 0.5B -> 1.5B")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    print(f"saved {path}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description="quickdraft vs llama.cpp on the same files")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
@@ -238,24 +293,9 @@ def main() -> None:
     out_dir.mkdir(exist_ok=True)
     (out_dir / "compare.json").write_text(json.dumps(result, indent=1))
     try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        fig, ax = plt.subplots(figsize=(7, 4))
-        keys = list(result["models"])
-        xs = range(len(keys))
-        ax.bar([x - 0.2 for x in xs], [result["models"][k]["ours"]["tg128"] for k in keys], 0.4, label="quickdraft")
-        ax.bar([x + 0.2 for x in xs], [result["models"][k]["llama.cpp"].get("tg128", 0) for k in keys], 0.4,
-               label="llama.cpp")
-        ax.set_xticks(list(xs), keys, rotation=15)
-        ax.set_ylabel(f"decode tok/s ({t} threads)")
-        ax.legend()
-        fig.tight_layout()
-        fig.savefig(out_dir / "compare.png", dpi=100)
+        plot(result, out_dir / "compare.png")
     except ImportError:
-        print("(matplotlib not installed: no plot)")
+        print("(matplotlib not installed: no plot; pip install quickdraft[bench])")
     print(f"\nsaved {out_dir / 'compare.json'}")
 
 

@@ -75,13 +75,16 @@ inline void with_rows(int m, F&& f) {
   }
 }
 
-// Splits the n activation rows into tiles of at most Tag::kMaxRows and runs Tile<R> on each. A
-// tile computes every (row, column) pair in the same order whatever its height R.
+// Splits the n activation rows into the fewest tiles of at most Tag::kMaxRows, of equal heights
+// (64 rows: 8 tiles of 8, not 7 of 9 and one of 1), and runs Tile<R> on each. A tile computes
+// every (row, column) pair in the same order whatever its height R.
 template <class Tag, class TileFn>
 inline void for_each_tile(int64_t n, TileFn&& tile) {
-  for (int64_t i0 = 0; i0 < n; i0 += Tag::kMaxRows) {
-    const int m = (int)(n - i0 < Tag::kMaxRows ? n - i0 : Tag::kMaxRows);
+  const int64_t n_tiles = (n + Tag::kMaxRows - 1) / Tag::kMaxRows;
+  for (int64_t t = 0, i0 = 0; t < n_tiles; t++) {
+    const int m = (int)(n / n_tiles + (t < n % n_tiles ? 1 : 0));
     with_rows<1, Tag::kMaxRows>(m, [&](auto rc) { tile(rc, i0); });
+    i0 += m;
   }
 }
 
