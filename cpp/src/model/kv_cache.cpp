@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "cpu/convert.h"
 #include "model/attention_ops.h"
 #include "model/ops.h"
 
@@ -18,8 +19,8 @@ KvCache::KvCache(int n_layer, int n_ctx, int kv_dim)
 
 void KvCache::store(int il, int pos0, int n, const float* k, const float* v) {
   for (int i = 0; i < n; i++) {
-    model::float_to_half_row(k + (size_t)i * kv_dim_, k_.get() + offset(il, pos0 + i), kv_dim_);
-    model::float_to_half_row(v + (size_t)i * kv_dim_, v_.get() + offset(il, pos0 + i), kv_dim_);
+    cpu::fp32_to_fp16_row(k + (size_t)i * kv_dim_, k_.get() + offset(il, pos0 + i), kv_dim_);
+    cpu::fp32_to_fp16_row(v + (size_t)i * kv_dim_, v_.get() + offset(il, pos0 + i), kv_dim_);
   }
 }
 

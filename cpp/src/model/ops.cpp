@@ -31,8 +31,6 @@ const uint16_t* gelu_table() {
 
 }  // namespace
 
-void float_to_half_row(const float* src, uint16_t* dst, int n) { cpu::fp32_to_fp16_row(src, dst, n); }
-
 void round_to_half(float* x, int64_t n) {
   uint16_t h[256];
   for (int64_t i = 0; i < n; i += 256) {

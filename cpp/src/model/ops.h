@@ -6,9 +6,6 @@
 
 namespace qd::model {
 
-// Round-to-nearest-even float -> half, for storing keys and values in the KV cache.
-void float_to_half_row(const float* src, uint16_t* dst, int n);
-
 // x[i] = x[i] rounded to the nearest half (ties to even). llama.cpp rounds the queries and the
 // softmax probabilities so when its attention matmuls run against the F16 KV cache.
 void round_to_half(float* x, int64_t n);
