@@ -81,6 +81,7 @@ void quantize_q8_K(const float* x, int64_t cols, uint8_t* dst) {
   }
   act_fill_group_order(qs, cols, const_cast<int8_t*>(v.qsg));
   act_fill_group16_order(qs, cols, const_cast<int8_t*>(v.qsg16));
+  act_fill_k_sums(v, cols);
 }
 
 }  // namespace

@@ -44,11 +44,24 @@ inline __m512 per_block_lanes(__m256 v) {
 }
 
 // sum over the group of u * x -> 16 int32 lanes, lane 2b + h within block b (exact).
-inline __m512i group_dot(const __m512i q[4], const int8_t* xg) {
-  __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[0], _mm512_loadu_si512((const void*)xg));
+// `init` starts the sums (Q6_K's integer offset).
+inline __m512i group_dot(const __m512i q[4], const int8_t* xg, __m512i init = _mm512_setzero_si512()) {
+  __m512i s = _mm512_dpbusd_epi32(init, q[0], _mm512_loadu_si512((const void*)xg));
   s = _mm512_dpbusd_epi32(s, q[1], _mm512_loadu_si512((const void*)(xg + 64)));
   s = _mm512_dpbusd_epi32(s, q[2], _mm512_loadu_si512((const void*)(xg + 128)));
   return _mm512_dpbusd_epi32(s, q[3], _mm512_loadu_si512((const void*)(xg + 192)));
+}
+
+// The same for NW weight rows at once, each activation vector loaded once for all of them.
+template <int NW>
+__attribute__((always_inline)) inline void group_dots(const __m512i q[][4], const int8_t* xg, __m512i init, __m512i out[NW]) {
+  #pragma GCC unroll 2
+  for (int i = 0; i < NW; i++) out[i] = init;
+  for (int v = 0; v < 4; v++) {
+    const __m512i xv = _mm512_loadu_si512((const void*)(xg + 64 * v));
+    #pragma GCC unroll 2
+    for (int i = 0; i < NW; i++) out[i] = _mm512_dpbusd_epi32(out[i], q[i][v], xv);
+  }
 }
 
 // Walks weight rows [r0, r1) in blocks of kRowBlock and their units (groups / super-blocks) in
@@ -59,10 +72,13 @@ inline __m512i group_dot(const __m512i q[4], const int8_t* xg) {
 // that of an unblocked loop: blocking never changes a result bit.
 constexpr int64_t kRowBlock = 16, kColBlock = 8;
 
-// body(r, u0, u1, first, last, st): units [u0, u1) of weight row r; starts from zero when
-// `first` (else from st), writes the row's outputs when `last` (else saves to st). One column
-// block (short rows) never touches st.
-template <int NAcc, int R, class Body>
+// body(nw, r, u0, u1, first, last, st): units [u0, u1) of the nw weight rows r, r + 1, ...
+// (nw an integral_constant, NW at a time and 1 for a last odd row); starts from zero when
+// `first` (else from st[i] for row r + i), writes the rows' outputs when `last` (else saves to
+// st). One column block (short rows) never touches st. Several weight rows at a time share each
+// activation load: with 8 activation rows the kernels are bound by those loads as much as by
+// the dot products. Every (row, column) sees the same operations whatever nw is.
+template <int NAcc, int R, int NW, class Body>
 inline void column_blocked(int64_t r0, int64_t r1, int64_t n_units, Body&& body) {
   alignas(64) __m512 st[kRowBlock][NAcc][R];
   // Activation rows that fit L1 whole (about 256 bytes of them per unit and row): keep the
@@ -73,7 +89,10 @@ inline void column_blocked(int64_t r0, int64_t r1, int64_t n_units, Body&& body)
     int64_t u0 = 0;
     do {  // at least once: a row with no whole unit still has its tail
       const int64_t u1 = u0 + col_block < n_units ? u0 + col_block : n_units;
-      for (int64_t r = rb; r < re; r++) body(r, u0, u1, u0 == 0, u1 == n_units, st[r - rb]);
+      int64_t r = rb;
+      for (; r + NW <= re; r += NW)
+        body(std::integral_constant<int, NW>{}, r, u0, u1, u0 == 0, u1 == n_units, &st[r - rb]);
+      for (; r < re; r++) body(std::integral_constant<int, 1>{}, r, u0, u1, u0 == 0, u1 == n_units, &st[r - rb]);
       u0 = u1;
     } while (u0 < n_units);
   }
@@ -87,7 +106,8 @@ void q32g_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size
   static_assert(offsetof(typename W::block, d) == 0, "the gather reads d (and m) at the block start");
   const int bs = (int)sizeof(typename W::block);
   const __m256i block_offsets = _mm256_setr_epi32(0, bs, 2 * bs, 3 * bs, 4 * bs, 5 * bs, 6 * bs, 7 * bs);
-  auto body = [&](int64_t r, int64_t g0, int64_t g1, bool first, bool last, __m512 (*st)[R]) {
+  auto body = [&](auto, int64_t r, int64_t g0, int64_t g1, bool first, bool last, __m512 (*sts)[3][R]) {
+    __m512(*st)[R] = sts[0];
     const typename W::block* wb = (const typename W::block*)(w.data + (size_t)r * w.row_bytes);
     const uint8_t* ahead = prefetch_row<R>(w, r);
     __m512 acc[R];
@@ -132,7 +152,7 @@ void q32g_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size
       st[2][j] = _mm512_castps128_ps512(accm[j]);
     }
   };
-  column_blocked<3, R>(r0, r1, ng, body);
+  column_blocked<3, R, 1>(r0, r1, ng, body);
 }
 
 template <class Tag, class W>
@@ -143,55 +163,107 @@ void q32g_gemm(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size
   });
 }
 
+// Q4_K: the 128 bytes of nibbles as two 512-bit vectors; low nibbles of bytes 0..63 hold
+// sub-blocks 0 and 2, high nibbles 1 and 3 (4..7 likewise from bytes 64..127).
+inline void q4k_group_order(const uint8_t* qs, __m512i q[4]) {
+  const __m512i m4 = _mm512_set1_epi8(15);
+  const __m512i z0 = _mm512_loadu_si512((const void*)qs), z1 = _mm512_loadu_si512((const void*)(qs + 64));
+  const __m512i s[4] = {_mm512_and_si512(z0, m4), _mm512_and_si512(_mm512_srli_epi16(z0, 4), m4),
+                        _mm512_and_si512(z1, m4), _mm512_and_si512(_mm512_srli_epi16(z1, 4), m4)};
+  // qword v of sub-block 0, 1, 2, 3 in (s[0], s[1]) sits at v, 8 + v, 4 + v, 12 + v
+  for (int v0 = 0; v0 < 4; v0 += 2) {
+    const __m512i idx = _mm512_setr_epi64(v0, 8 + v0, 4 + v0, 12 + v0, v0 + 1, 9 + v0, 5 + v0, 13 + v0);
+    const __m512i lo = _mm512_permutex2var_epi64(s[0], idx, s[1]);  // sub-blocks 0..3
+    const __m512i hi = _mm512_permutex2var_epi64(s[2], idx, s[3]);  // sub-blocks 4..7
+    q[v0] = _mm512_shuffle_i64x2(lo, hi, _MM_SHUFFLE(1, 0, 1, 0));
+    q[v0 + 1] = _mm512_shuffle_i64x2(lo, hi, _MM_SHUFFLE(3, 2, 3, 2));
+  }
+}
+
+// Weight rows per pass: two while the tile's accumulators and both rows' unpacked weights fit
+// the 32 vector registers (Q6_K at 7 and 8 spills a few, and still gains).
+template <int R>
+constexpr int kWeightRowsQ4K = R >= 2 && R <= 5 ? 2 : 1;
+template <int R>
+constexpr int kWeightRowsQ6K = R >= 2 && R <= 8 ? 2 : 1;
+
+// Q4_K: the mins of two super-blocks share one FMA (lanes 0..7: dmin * m_s of super-block b,
+// lanes 8..15: of b + 1), subtracted in the same accumulator, against the activations'
+// dsums32; a lone last super-block has zeros above. Pairs start at even b in every column
+// block, so the order is fixed per (row, column).
 template <int R>
 void q4kg_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
   const int64_t nb = w.cols / 256;
   ActQ8_K x[R];
   for (int j = 0; j < R; j++) x[j] = act_q8_K(act + (size_t)j * stride, w.cols);
-  const __m256i m4 = _mm256_set1_epi8(15);
   const __m128i pairs_lo = _mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
-  const __m128i pairs_hi = _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
-  auto body = [&](int64_t r, int64_t b0, int64_t b1, bool first, bool last, __m512 (*st)[R]) {
-    const quant::block_q4_K* wb = (const quant::block_q4_K*)(w.data + (size_t)r * w.row_bytes);
-    const uint8_t* ahead = prefetch_row<R>(w, r);
-    __m512 acc[R], accm[R];
-    for (int j = 0; j < R; j++) {
-      acc[j] = first ? _mm512_setzero_ps() : st[0][j];
-      accm[j] = first ? _mm512_setzero_ps() : st[1][j];
+  auto body = [&](auto nw, int64_t r, int64_t b0, int64_t b1, bool first, bool last, __m512 (*st)[1][R]) {
+    constexpr int NW = decltype(nw)::value;
+    const quant::block_q4_K* wb[NW];
+    const uint8_t* ahead[NW];
+    __m512 acc[NW][R];
+    #pragma GCC unroll 2
+    for (int i = 0; i < NW; i++) {
+      wb[i] = (const quant::block_q4_K*)(w.data + (size_t)(r + i) * w.row_bytes);
+      ahead[i] = prefetch_row<R>(w, r + i);
+      for (int j = 0; j < R; j++) acc[i][j] = first ? _mm512_setzero_ps() : st[i][0][j];
     }
-    for (int64_t b = b0; b < b1; b++) {
-      const quant::block_q4_K& blk = wb[b];
-      if (ahead) prefetch_range(ahead + b * sizeof(blk), sizeof(blk));
-      const __m128i sm128 = q4k_scales_mins_v(blk.scales);
-      __m256i u[8];  // sub-block s: low nibbles of qs[32 (s/2) ..] for even s, high for odd s
-      for (int m = 0; m < 4; m++) {
-        const __m256i bits = _mm256_loadu_si256((const __m256i*)(blk.qs + 32 * m));
-        u[2 * m] = _mm256_and_si256(bits, m4);
-        u[2 * m + 1] = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
+    // lanes 2s, 2s + 1 of wsc: d * sc_s; wmin[i]: dmin * m_s for s = 0..7
+    auto main_block = [&](int64_t b, __m256 wmin[NW]) {
+      __m512i q[NW][4];
+      __m512 wsc[NW];
+      #pragma GCC unroll 2
+      for (int i = 0; i < NW; i++) {
+        const quant::block_q4_K& blk = wb[i][b];
+        if (ahead[i]) prefetch_range(ahead[i] + b * sizeof(blk), sizeof(blk));
+        const __m128i sm128 = q4k_scales_mins_v(blk.scales);
+        q4k_group_order(blk.qs, q[i]);
+        wsc[i] = _mm512_mul_ps(_mm512_set1_ps(h2f(blk.d)),
+                               _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_shuffle_epi8(sm128, pairs_lo))));
+        wmin[i] = _mm256_mul_ps(_mm256_set1_ps(h2f(blk.dmin)),
+                                _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(sm128, 8))));
       }
-      __m512i q[4];
-      to_group_order(u, q);
-      // lanes 2s, 2s + 1: d * sc_s; dsums groups 2s, 2s + 1: dmin * m_s
-      const __m512 wsc = _mm512_mul_ps(_mm512_set1_ps(h2f(blk.d)),
-                                       _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_shuffle_epi8(sm128, pairs_lo))));
-      const __m512 wmin = _mm512_mul_ps(_mm512_set1_ps(h2f(blk.dmin)),
-                                        _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_shuffle_epi8(sm128, pairs_hi))));
       for (int j = 0; j < R; j++) {
-        const __m512i sumi = group_dot(q, x[j].qsg + 256 * b);
-        acc[j] = _mm512_fmadd_ps(_mm512_mul_ps(wsc, _mm512_set1_ps(x[j].d[b])), _mm512_cvtepi32_ps(sumi), acc[j]);
-        accm[j] = _mm512_fmadd_ps(wmin, _mm512_loadu_ps(x[j].dsums + 16 * b), accm[j]);
+        __m512i sumi[NW];
+        group_dots<NW>(q, x[j].qsg + 256 * b, _mm512_setzero_si512(), sumi);
+        const __m512 dx = _mm512_set1_ps(x[j].d[b]);
+        #pragma GCC unroll 2
+        for (int i = 0; i < NW; i++)
+          acc[i][j] = _mm512_fmadd_ps(_mm512_mul_ps(wsc[i], dx), _mm512_cvtepi32_ps(sumi[i]), acc[i][j]);
+      }
+    };
+    for (int64_t b = b0; b < b1; b += 2) {
+      const bool pair = b + 1 < b1;
+      __m256 wmin0[NW], wmin1[NW];
+      main_block(b, wmin0);
+      if (pair) {
+        main_block(b + 1, wmin1);
+      } else {
+        #pragma GCC unroll 2
+        for (int i = 0; i < NW; i++) wmin1[i] = _mm256_setzero_ps();
+      }
+      __m512 wmin[NW];
+      #pragma GCC unroll 2
+      for (int i = 0; i < NW; i++) wmin[i] = _mm512_insertf32x8(_mm512_castps256_ps512(wmin0[i]), wmin1[i], 1);
+      for (int j = 0; j < R; j++) {
+        const __m512 ds = pair ? _mm512_loadu_ps(x[j].dsums32 + 8 * b)
+                               : _mm512_zextps256_ps512(_mm256_loadu_ps(x[j].dsums32 + 8 * b));
+        #pragma GCC unroll 2
+        for (int i = 0; i < NW; i++) acc[i][j] = _mm512_fnmadd_ps(wmin[i], ds, acc[i][j]);
       }
     }
-    if (last) {
-      for (int j = 0; j < R; j++) y[j * ldy + r] = hsum512(acc[j]) - hsum512(accm[j]);
-      return;
-    }
-    for (int j = 0; j < R; j++) {
-      st[0][j] = acc[j];
-      st[1][j] = accm[j];
+    #pragma GCC unroll 2
+    for (int i = 0; i < NW; i++) {
+      for (int j = 0; j < R; j++) {
+        if (last) {
+          y[j * ldy + r + i] = hsum512(acc[i][j]);
+        } else {
+          st[i][0][j] = acc[i][j];
+        }
+      }
     }
   };
-  column_blocked<2, R>(r0, r1, nb, body);
+  column_blocked<1, R, kWeightRowsQ4K<R>>(r0, r1, nb, body);
 }
 
 template <class Tag>
@@ -213,62 +285,76 @@ inline void to_group16_order(const __m512i z[4], __m512i out[4]) {
   out[3] = _mm512_unpackhi_epi64(t2, t3);
 }
 
+// Q6_K's 6-bit weights of one super-block in plain order, 64 per vector (x86_kquants.h has the
+// bit layout): half h = bytes 64h.. of ql (low nibbles: weights 128h + 0..63, high: + 64..127)
+// and the 2-bit fields of qh[32h..], shifted by 4 and 2 (then 0 and -2) for the two 32-byte halves.
+inline void q6k_plain(const quant::block_q6_K& blk, __m512i z[4]) {
+  const __m512i m4 = _mm512_set1_epi8(15), m30 = _mm512_set1_epi8(0x30);
+  const __m512i shl = _mm512_setr_epi64(4, 4, 4, 4, 2, 2, 2, 2);
+  const __m512i shr = _mm512_setr_epi64(0, 0, 0, 0, 2, 2, 2, 2);
+  for (int h = 0; h < 2; h++) {
+    const __m512i l = _mm512_loadu_si512((const void*)(blk.ql + 64 * h));
+    const __m512i hb = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i*)(blk.qh + 32 * h)));
+    z[2 * h] = _mm512_or_si512(_mm512_and_si512(l, m4), _mm512_and_si512(_mm512_sllv_epi64(hb, shl), m30));
+    z[2 * h + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), m4),
+                                   _mm512_and_si512(_mm512_srlv_epi64(hb, shr), m30));
+  }
+}
+
+// Q6_K: the -32 offset enters exactly, as the integer start (-32 * bsums, osg16) of each group's
+// dot product; one FMA per super-block and row.
 template <int R>
 void q6kg_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
   const int64_t nb = w.cols / 256;
   ActQ8_K x[R];
   for (int j = 0; j < R; j++) x[j] = act_q8_K(act + (size_t)j * stride, w.cols);
-  const __m256i m4 = _mm256_set1_epi8(15), m30 = _mm256_set1_epi8(0x30);
   const __m128i sigma = _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-  auto body = [&](int64_t r, int64_t b0, int64_t b1, bool first, bool last, __m512 (*st)[R]) {
-    const quant::block_q6_K* wb = (const quant::block_q6_K*)(w.data + (size_t)r * w.row_bytes);
-    const uint8_t* ahead = prefetch_row<R>(w, r);
-    __m512 acc[R], acco[R];
-    for (int j = 0; j < R; j++) {
-      acc[j] = first ? _mm512_setzero_ps() : st[0][j];
-      acco[j] = first ? _mm512_setzero_ps() : st[1][j];
+  auto body = [&](auto nw, int64_t r, int64_t b0, int64_t b1, bool first, bool last, __m512 (*st)[1][R]) {
+    constexpr int NW = decltype(nw)::value;
+    const quant::block_q6_K* wb[NW];
+    const uint8_t* ahead[NW];
+    __m512 acc[NW][R];
+    #pragma GCC unroll 2
+    for (int i = 0; i < NW; i++) {
+      wb[i] = (const quant::block_q6_K*)(w.data + (size_t)(r + i) * w.row_bytes);
+      ahead[i] = prefetch_row<R>(w, r + i);
+      for (int j = 0; j < R; j++) acc[i][j] = first ? _mm512_setzero_ps() : st[i][0][j];
     }
     for (int64_t b = b0; b < b1; b++) {
-      const quant::block_q6_K& blk = wb[b];
-      if (ahead) prefetch_range(ahead + b * sizeof(blk), sizeof(blk));
-      __m512i z[4];  // plain order, 64 weights each (see x86_kquants.h for the bit layout)
-      for (int h = 0; h < 2; h++) {
-        const __m256i l0 = _mm256_loadu_si256((const __m256i*)(blk.ql + 64 * h));
-        const __m256i l1 = _mm256_loadu_si256((const __m256i*)(blk.ql + 64 * h + 32));
-        const __m256i hb = _mm256_loadu_si256((const __m256i*)(blk.qh + 32 * h));
-        const __m256i c0 = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(hb, 4), m30));
-        const __m256i c1 = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(hb, 2), m30));
-        const __m256i c2 =
-            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(hb, m30));
-        const __m256i c3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-                                           _mm256_and_si256(_mm256_srli_epi16(hb, 2), m30));
-        z[2 * h] = join256(c0, c1);
-        z[2 * h + 1] = join256(c2, c3);
+      __m512i q[NW][4];
+      __m512 wsc[NW];
+      #pragma GCC unroll 2
+      for (int i = 0; i < NW; i++) {
+        const quant::block_q6_K& blk = wb[i][b];
+        if (ahead[i]) prefetch_range(ahead[i] + b * sizeof(blk), sizeof(blk));
+        __m512i z[4];
+        q6k_plain(blk, z);
+        to_group16_order(z, q[i]);
+        const __m128i sc8 = _mm_loadu_si128((const __m128i*)blk.scales);
+        wsc[i] = _mm512_mul_ps(_mm512_set1_ps(h2f(blk.d)),
+                               _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_shuffle_epi8(sc8, sigma))));
       }
-      __m512i q[4];
-      to_group16_order(z, q);
-      const __m128i sc8 = _mm_loadu_si128((const __m128i*)blk.scales);
-      const float dw = h2f(blk.d);
-      const __m512 wsc = _mm512_mul_ps(_mm512_set1_ps(dw),
-                                       _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_shuffle_epi8(sc8, sigma))));
-      // the -32 offset: -32 * d * sc_g per group g (plain order), against the activations' d * bsums
-      const __m512 woff = _mm512_mul_ps(_mm512_set1_ps(-32.f * dw), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(sc8)));
       for (int j = 0; j < R; j++) {
-        const __m512i sumi = group_dot(q, x[j].qsg16 + 256 * b);
-        acc[j] = _mm512_fmadd_ps(_mm512_mul_ps(wsc, _mm512_set1_ps(x[j].d[b])), _mm512_cvtepi32_ps(sumi), acc[j]);
-        acco[j] = _mm512_fmadd_ps(woff, _mm512_loadu_ps(x[j].dsums + 16 * b), acco[j]);
+        __m512i sumi[NW];
+        group_dots<NW>(q, x[j].qsg16 + 256 * b, _mm512_loadu_si512((const void*)(x[j].osg16 + 16 * b)), sumi);
+        const __m512 dx = _mm512_set1_ps(x[j].d[b]);
+        #pragma GCC unroll 2
+        for (int i = 0; i < NW; i++)
+          acc[i][j] = _mm512_fmadd_ps(_mm512_mul_ps(wsc[i], dx), _mm512_cvtepi32_ps(sumi[i]), acc[i][j]);
       }
     }
-    if (last) {
-      for (int j = 0; j < R; j++) y[j * ldy + r] = hsum512(acc[j]) + hsum512(acco[j]);
-      return;
-    }
-    for (int j = 0; j < R; j++) {
-      st[0][j] = acc[j];
-      st[1][j] = acco[j];
+    #pragma GCC unroll 2
+    for (int i = 0; i < NW; i++) {
+      for (int j = 0; j < R; j++) {
+        if (last) {
+          y[j * ldy + r + i] = hsum512(acc[i][j]);
+        } else {
+          st[i][0][j] = acc[i][j];
+        }
+      }
     }
   };
-  column_blocked<2, R>(r0, r1, nb, body);
+  column_blocked<1, R, kWeightRowsQ6K<R>>(r0, r1, nb, body);
 }
 
 template <class Tag>
