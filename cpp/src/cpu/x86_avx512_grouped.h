@@ -180,12 +180,15 @@ inline void q4k_group_order(const uint8_t* qs, __m512i q[4]) {
   }
 }
 
-// Weight rows per pass: two while the tile's accumulators and both rows' unpacked weights fit
-// the 32 vector registers (Q6_K at 7 and 8 spills a few, and still gains).
+// Weight rows per pass. Two share each activation load, which pays where the tile is
+// compute-bound and both rows' unpacked weights still fit the 32 vector registers next to the
+// accumulators. Measured on Qwen2.5-Coder-1.5B (2 threads): Q6_K at 6..8 rows gains (a few
+// spills at 7 and 8 included); Q4_K (its wmin vectors too) spills heavily at 6..8 and loses; at
+// 1..5 rows the forward pass is bound by the weight stream and two rows at a time lose too.
 template <int R>
-constexpr int kWeightRowsQ4K = R >= 2 && R <= 5 ? 2 : 1;
+constexpr int kWeightRowsQ4K = 1;
 template <int R>
-constexpr int kWeightRowsQ6K = R >= 2 && R <= 8 ? 2 : 1;
+constexpr int kWeightRowsQ6K = R >= 6 && R <= 8 ? 2 : 1;
 
 // Q4_K: the mins of two super-blocks share one FMA (lanes 0..7: dmin * m_s of super-block b,
 // lanes 8..15: of b + 1), subtracted in the same accumulator, against the activations'
@@ -205,7 +208,7 @@ void q4kg_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size
     #pragma GCC unroll 2
     for (int i = 0; i < NW; i++) {
       wb[i] = (const quant::block_q4_K*)(w.data + (size_t)(r + i) * w.row_bytes);
-      ahead[i] = prefetch_row<R>(w, r + i);
+      ahead[i] = prefetch_row<R, NW>(w, r + i);
       for (int j = 0; j < R; j++) acc[i][j] = first ? _mm512_setzero_ps() : st[i][0][j];
     }
     // lanes 2s, 2s + 1 of wsc: d * sc_s; wmin[i]: dmin * m_s for s = 0..7
@@ -317,7 +320,7 @@ void q6kg_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size
     #pragma GCC unroll 2
     for (int i = 0; i < NW; i++) {
       wb[i] = (const quant::block_q6_K*)(w.data + (size_t)(r + i) * w.row_bytes);
-      ahead[i] = prefetch_row<R>(w, r + i);
+      ahead[i] = prefetch_row<R, NW>(w, r + i);
       for (int j = 0; j < R; j++) acc[i][j] = first ? _mm512_setzero_ps() : st[i][0][j];
     }
     for (int64_t b = b0; b < b1; b++) {
