@@ -1,4 +1,4 @@
-"""The draft-length controller: k maximises (1 - a^(k+1)) / (1 - a) / (k c_d + c_v(k+1)).
+"""The draft-length controller: k maximises (1 - a^(k+1)) / (1 - a) / (c_d + (k-1) c_s + c_v(k+1)).
 
 The oracle evaluates that formula directly from the controller's own acceptance estimate and
 the costs fed to it; costs here are synthetic numbers, not timings.
@@ -11,21 +11,27 @@ import pytest
 from quickdraft import _core
 
 
-def best_k(alpha, c_d, c_v, kmax):
+def best_k(alpha, c_d, c_v, kmax, c_s=None):
+    c_s = c_d if c_s is None else c_s
+
     def rate(k):
-        return (1 - alpha ** (k + 1)) / (1 - alpha) / (k * c_d + c_v(k + 1))
+        return (1 - alpha ** (k + 1)) / (1 - alpha) / ((c_d + (k - 1) * c_s if k else 0) + c_v(k + 1))
 
     return max(range(kmax + 1), key=rate)
 
 
-def feed(ctl, c_d, c_v, kmax, accept_prob, steps=300):
+def feed(ctl, c_d, c_v, kmax, accept_prob, steps=300, c_s=None):
     """Drives the controller: every draft token is accepted with accept_prob (deterministically
-    spread), costs exactly c_d per token and c_v(n) per verify."""
+    spread), costs exactly c_d per token (or c_d for the first and c_s for each further one) and
+    c_v(n) per verify."""
     credit = 0.0
     for _ in range(steps):
         k = ctl.next(0)
         if k:
-            ctl.record_draft(0, k, c_d)
+            if c_s is None:
+                ctl.record_draft(0, k, c_d)
+            else:
+                ctl.record_draft(0, k, c_d, c_s if k > 1 else -1.0)
         n = 0
         while n < k:
             credit += accept_prob
@@ -57,6 +63,27 @@ def test_choice_maximises_expected_rate(accept, c_d, c_v):
     k = ctl.next(0)
     want = best_k(ctl.alpha(0), c_d, c_v, kmax)
     assert k == want or ctl.rate(0, k) >= 0.97 * ctl.rate(0, want)
+
+
+@pytest.mark.parametrize("accept", [0.93, 0.8])
+def test_first_token_cost_apart(accept):
+    """A model drafter's first token pays its catch-up (10 units against 8.5 a step, as on the
+    Qwen pair): longer drafts are cheaper per token than k * c_d, and the choice follows."""
+    kmax = 8
+    c_d, c_s = 0.40, 0.34
+
+    def c_v(n):
+        return 1.0 + 0.1 * (n - 1)
+
+    ctl = feed(_core._DraftLength(1, kmax), c_d, c_v, kmax, accept, c_s=c_s)
+    assert ctl.draft_cost(0) == pytest.approx(c_d, rel=0.05)
+    assert ctl.step_cost(0) == pytest.approx(c_s, rel=0.05)
+    k = ctl.next(0)
+    want = best_k(ctl.alpha(0), c_d, c_v, kmax, c_s=c_s)
+    assert k == want or ctl.rate(0, k) >= 0.97 * ctl.rate(0, want)
+    # the rate the controller expects is the formula's, with both costs
+    a = ctl.alpha(0)
+    assert ctl.rate(0, 4) == pytest.approx((1 - a**5) / (1 - a) / (c_d + 3 * c_s + c_v(5)), rel=0.05)
 
 
 def test_useless_drafts_switch_speculation_off_and_probe_ever_less():

@@ -366,12 +366,13 @@ void register_engine(py::module_& m) {
            py::arg("n_sources") = 1, py::arg("draft_max") = 8, py::arg("adaptive") = true, py::arg("probe_every") = 4)
       .def("next", &DraftLength::next, py::arg("source") = 0)
       .def("record_draft", &DraftLength::record_draft, py::arg("source"), py::arg("n_drafted"),
-           py::arg("seconds_per_token"))
+           py::arg("first_seconds"), py::arg("step_seconds") = -1.0)
       .def("record_verify", &DraftLength::record_verify, py::arg("source"), py::arg("n_rows"), py::arg("n_accepted"),
            py::arg("seconds"))
       .def("alpha", &DraftLength::alpha, py::arg("source") = 0)
       .def("verify_cost", &DraftLength::verify_cost, py::arg("n_rows"))
       .def("draft_cost", &DraftLength::draft_cost, py::arg("source") = 0)
+      .def("step_cost", &DraftLength::step_cost, py::arg("source") = 0)
       .def("probe_interval", &DraftLength::probe_interval, py::arg("source") = 0)
       .def("new_sequence", &DraftLength::new_sequence)
       .def("rate", &DraftLength::rate, py::arg("source"), py::arg("k"));

@@ -109,7 +109,8 @@ class Engine:
     skipped), a draft model (path / key / Model), or ("hybrid", model) for n-gram first.
     draft_max: the most tokens drafted per step; the actual length adapts to measured costs
     and acceptance (``adaptive=False`` always drafts draft_max). p_min: a model drafter stops
-    when its top probability falls below this. skip_layers: the layers "self" skips (default:
+    when its top probability falls below this (from its second token on: the first one's
+    logits are paid for already, and verifying it costs little). skip_layers: the layers "self" skips (default:
     ``quickdraft._core.default_skip_layers(n_layer)``). ngram_min / ngram_max: suffix lengths
     the n-gram drafter matches. draft_head: a model drafter ("self" too) computes its output layer
     only for the first draft_head token ids, the stop tokens and the ids that occur in the text

@@ -21,6 +21,9 @@ double shape_weight(int* count) {
   *count += 1;
   return std::max(kShape, 1.0 / *count);
 }
+constexpr double kThinEvidence = 4.0;
+constexpr double kFitWeight = 2.0;  // measurements at which an entry counts as much as the line
+constexpr double kOptimismEvidence = 32.0;  // judged tokens at which the choice's optimism ends  // judged draft tokens below which probes come quickly
 constexpr double kPriorSlope = 0.15; // c_v(n) ~ c_v(1) * (1 + slope * (n - 1)) until measured
 }  // namespace
 
@@ -41,26 +44,50 @@ double DraftLength::alpha(int source) const {
 
 double DraftLength::verify_cost(int n) const {
   if (n < 1 || n >= (int)c_v_.size()) return -1.0;
-  if (c_v_[n] > 0.0) return c_v_[n];
-  // Interpolate between the nearest measured row counts; extrapolate with the prior slope.
-  int lo = n - 1, hi = n + 1;
-  while (lo >= 1 && c_v_[lo] <= 0.0) lo--;
-  while (hi < (int)c_v_.size() && c_v_[hi] <= 0.0) hi++;
-  const bool has_lo = lo >= 1, has_hi = hi < (int)c_v_.size();
-  if (has_lo && has_hi) return c_v_[lo] + (c_v_[hi] - c_v_[lo]) * (n - lo) / (hi - lo);
-  const int m = has_lo ? lo : has_hi ? hi : -1;
-  if (m < 0) return -1.0;
-  const double base = c_v_[m] / (1.0 + kPriorSlope * (m - 1));
-  return base * (1.0 + kPriorSlope * (n - 1));
+  const double fit = fitted_verify_cost(n);
+  if (c_v_[n] <= 0.0) return fit;
+  // An entry timed a few times only (often first at a cold start, or while the machine was
+  // busy) leans on the line through all the others until it has its own history.
+  const double w = n_v_[n] / (n_v_[n] + kFitWeight);
+  return w * c_v_[n] + (1.0 - w) * fit;
 }
 
-double DraftLength::rate(int source, int k) const {
-  const double a = alpha(source);
+double DraftLength::fitted_verify_cost(int n) const {
+  // Weighted least squares line through the measured entries (weight: times measured, capped),
+  // the prior slope when only one row count was measured.
+  double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  int distinct = 0, last = 0;
+  for (int m = 1; m < (int)c_v_.size(); m++) {
+    if (c_v_[m] <= 0.0) continue;
+    const double w = std::min(n_v_[m], 8);
+    sw += w, sx += w * m, sy += w * c_v_[m], sxx += w * m * m, sxy += w * m * c_v_[m];
+    distinct++, last = m;
+  }
+  if (distinct == 0) return -1.0;
+  if (distinct == 1) return c_v_[last] / (1.0 + kPriorSlope * (last - 1)) * (1.0 + kPriorSlope * (n - 1));
+  const double slope = std::max(0.0, (sw * sxy - sx * sy) / (sw * sxx - sx * sx));
+  const double at = (sy - slope * sx) / sw + slope * n;
+  return std::max(at, 0.25 * sy / sw);  // a wild line never makes a row count nearly free
+}
+
+double DraftLength::alpha_for_choice(int source) const {
+  // Optimism in proportion to the uncertainty while the evidence is thin: a first draft that
+  // fails (often the first token of an answer) would otherwise hold the length at 1 for
+  // tens of steps, each adding one token of evidence; longer drafts judge more tokens a step.
+  const Source& s = src_[source];
+  const double a = alpha(source), n = s.accepted + s.rejected;
+  const double thin = std::max(0.0, 1.0 - n / kOptimismEvidence);
+  return std::clamp(a + thin * std::sqrt(a * (1.0 - a) / (n + opt_.prior_weight)), 0.0, 0.995);
+}
+
+double DraftLength::rate(int source, int k) const { return rate_at(source, k, alpha(source)); }
+
+double DraftLength::rate_at(int source, int k, double a) const {
   const double tokens = (1.0 - std::pow(a, k + 1)) / (1.0 - a);
   const double cv = verify_cost(k + 1);
-  const double cd = k == 0 ? 0.0 : src_[source].c_d;
+  const double cd = src_[source].c_d;
   if (cv <= 0.0 || cd < 0.0) return -1.0;
-  return tokens / (k * cd + cv);
+  return tokens / (k == 0 ? cv : cd + (k - 1) * step_cost(source) + cv);
 }
 
 int DraftLength::next(int source) {
@@ -69,10 +96,11 @@ int DraftLength::next(int source) {
   if (!opt_.adaptive || kmax == 0) return kmax;
   // Until both costs are known, draft a middling amount so that they get measured.
   if (s.c_d < 0.0 || verify_cost(1) < 0.0) return std::min(kmax, 4);
+  const double a = alpha_for_choice(source);
   int best = 0;
-  double best_rate = rate(source, 0);
+  double best_rate = rate_at(source, 0, a);
   for (int k = 1; k <= kmax; k++) {
-    const double r = rate(source, k);
+    const double r = rate_at(source, k, a);
     if (r > best_rate) best = k, best_rate = r;
   }
   if (best > 0) {
@@ -84,7 +112,7 @@ int DraftLength::next(int source) {
       s.steps_since_explore = 0;
       s.explore_up = !s.explore_up;
       const int alt = s.explore_up ? best + 1 : best - 1;
-      if (alt >= 1 && alt <= kmax && rate(source, alt) >= 0.9 * best_rate) return alt;
+      if (alt >= 1 && alt <= kmax && rate_at(source, alt, a) >= 0.9 * best_rate) return alt;
     }
     return best;
   }
@@ -101,7 +129,10 @@ int DraftLength::probe_interval(int source) const {
   const int kp = std::min(opt_.draft_max, opt_.probe_length);
   const double c1 = verify_cost(1);
   if (c1 <= 0.0 || s.c_d < 0.0) return opt_.probe_every;
-  const double cost = std::max(0.0, kp * s.c_d + verify_cost(kp + 1) - c1);
+  // Little evidence yet (one unlucky first draft, often the first token of an answer, gives
+  // a = 0.4): probe at the fastest rate until a few tokens have been judged.
+  if (s.accepted + s.rejected < kThinEvidence) return opt_.probe_every;
+  const double cost = std::max(0.0, s.c_d + (kp - 1) * step_cost(source) + verify_cost(kp + 1) - c1);
   const double base = std::clamp(cost / (opt_.probe_budget * c1), (double)opt_.probe_every, 4096.0);
   return (int)std::min(base * (1 << s.failed_probes), 65536.0);
 }
@@ -115,20 +146,28 @@ void DraftLength::rescale(double factor) {
   const double g = std::pow(factor, kLevel);
   for (double& c : c_v_)
     if (c > 0.0) c *= g;
-  for (Source& s : src_)
+  for (Source& s : src_) {
     if (s.c_d > 0.0) s.c_d *= g;
+    if (s.c_s > 0.0) s.c_s *= g;
+  }
 }
 
-void DraftLength::record_draft(int source, int n_drafted, double seconds_per_token) {
+void DraftLength::record_draft(int source, int n_drafted, double first_seconds, double step_seconds) {
   Source& s = src_[source];
-  if (n_drafted <= 0 || !(seconds_per_token > 0.0)) return;
-  if (s.c_d <= 0.0) {
-    s.c_d = seconds_per_token;
-    s.n_d = 1;
-    return;
-  }
-  rescale(seconds_per_token / s.c_d);
-  s.c_d *= std::pow(seconds_per_token / s.c_d, shape_weight(&s.n_d));
+  if (n_drafted <= 0) return;
+  // Each measurement rescales all estimates (the machine's level), then moves its own entry.
+  auto update = [&](double* c, int* n, double seconds) {
+    if (!(seconds > 0.0)) return;
+    if (*c <= 0.0) {
+      *c = seconds;
+      *n = 1;
+      return;
+    }
+    rescale(seconds / *c);
+    *c *= std::pow(seconds / *c, shape_weight(n));
+  };
+  update(&s.c_d, &s.n_d, first_seconds);
+  if (n_drafted > 1) update(&s.c_s, &s.n_s, step_seconds);
 }
 
 void DraftLength::record_verify(int source, int n_rows, int n_accepted, double seconds) {

@@ -19,7 +19,7 @@ struct DraftRequest {
   int k = 0;                                 // at most this many tokens
   const sampling::SamplerParams* params = nullptr;
   sampling::Rng* rng = nullptr;              // the generator's, so one seed fixes the whole run
-  float p_min = 0.0f;                        // stop when the drafter's top probability falls below
+  float p_min = 0.0f;                        // stop when the drafter's top probability falls below (after one token)
   int n_target_vocab = 0;                    // never propose ids >= this
 };
 

@@ -90,7 +90,7 @@ void ModelDrafter::propose(const std::vector<int32_t>& history, const DraftReque
       top = q.max_prob();
       x = sampling::sample(q, *req.rng);
     }
-    if (top < req.p_min) break;
+    if (top < req.p_min && i > 0) break;
     out->tokens.push_back(x);
     if (!greedy) out->q.push_back(q);
     ctx_.push_back(x);
@@ -101,18 +101,21 @@ void ModelDrafter::propose(const std::vector<int32_t>& history, const DraftReque
     n_steps++;
     cached_.push_back(x);
   }
-  // Per-token cost as in steady state, where the catch-up is one or two tokens: a catch-up of
-  // many (after plain steps) is a one-off and would make drafting look dearer than it is.
+  // Costs as in steady state, where the catch-up is one or two tokens: a catch-up of many
+  // (after plain steps) is a one-off and would make drafting look dearer than it is.
   const int n = (int)out->tokens.size();
   if (n == 0) return;
-  const double loop = now() - t_loop;
-  if (n_steps > 0) step_seconds_ = step_seconds / n_steps;
+  const double choose = (now() - t_loop - step_seconds) / n;  // sampling, per token
+  if (n_steps > 0) {
+    step_seconds_ = step_seconds / n_steps;
+    out->step_seconds = step_seconds_ + choose;
+  }
   if (n_caught_up <= 2) {
-    out->token_seconds = (catch_up_seconds + loop) / n;
+    out->first_seconds = catch_up_seconds + choose;
   } else if (step_seconds_ > 0.0) {
-    out->token_seconds = (loop + step_seconds_) / n;
-  } else {  // no single step timed yet: the catch-up's per-token cost (batched, so a low guess)
-    out->token_seconds = (loop + catch_up_seconds / n_caught_up) / n;
+    out->first_seconds = step_seconds_ + choose;  // a low guess: the usual catch-up is 2 tokens
+  } else {  // no single step timed yet: the catch-up's per-token cost (batched, so lower still)
+    out->first_seconds = catch_up_seconds / n_caught_up + choose;
   }
 }
 

@@ -114,7 +114,11 @@ void Generator::speculate_step(std::vector<Chunk>* out) {
     const double dt = now() - t_start;
     stats_.t_draft += dt;
     const int n = (int)draft_.tokens.size();
-    length_.record_draft(source, n, draft_.token_seconds >= 0 ? draft_.token_seconds : dt / std::max(1, n));
+    if (draft_.first_seconds >= 0) {
+      length_.record_draft(source, n, draft_.first_seconds, draft_.step_seconds);
+    } else {
+      length_.record_draft(source, n, dt / std::max(1, n));
+    }
   }
   const int n_draft = (int)draft_.tokens.size();
 

@@ -36,7 +36,7 @@ const char* finish_reason_name(FinishReason r);
 
 struct GeneratorConfig {
   DraftLengthOptions draft_length;
-  float p_min = 0.0f;              // drafter stops when its top probability is below
+  float p_min = 0.0f;              // drafter stops when its top probability is below (after one token)
   std::vector<int32_t> stop_ids;   // EOS / EOT / end-of-generation ids
   int prefill_chunk = 256;         // prompt tokens per step (bounds the cancel latency)
 };

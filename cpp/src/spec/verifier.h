@@ -24,13 +24,16 @@ struct Draft {
   std::vector<int32_t> tokens;
   std::vector<Distribution> q;
   int source = 0;  // which drafter produced it (hybrid: 0 model, 1 n-gram)
-  double token_seconds = -1.0;  // measured cost of drafting one token, < 0 when not measured
+  // Measured cost, < 0 when not measured: a model drafter's first token also pays for bringing
+  // its KV cache up to date (usually two tokens in one batch), the later ones one eval each.
+  double first_seconds = -1.0;
+  double step_seconds = -1.0;
 
   void clear() {
     tokens.clear();
     q.clear();
     source = 0;
-    token_seconds = -1.0;
+    first_seconds = step_seconds = -1.0;
   }
 };
 
