@@ -37,6 +37,41 @@ inline void to_group_order(const __m256i y[8], __m512i out[4]) {
   }
 }
 
+// The 4-bit nibble types (Q4_0, Q4_1), 8 blocks straight into group order: the qs of four
+// blocks in one vector (low nibbles: elements 0..15 of each, high: 16..31), then one 2-source
+// qword permute per group-order vector, and d (and m) of the 8 blocks from one gather. Same
+// values as W::unpack_u + to_group_order in about half the instructions. (Q5_0 / Q5_1 keep the
+// per-block path: their 5th bits as masks for these vectors cost as much as the rest saves,
+// whether the masks are built with vector, scalar or store-and-load steps; measured.)
+template <class W>
+inline void nibble_group(const typename W::block* blk, __m512i q[4], __m256* dw, __m256* wc) {
+  static_assert(W::kNibbles && W::kQhBit < 0, "4-bit nibble blocks only");
+  const __m512i m4 = _mm512_set1_epi8(15);
+  __m512i lo[2], hi[2];
+  for (int h = 0; h < 2; h++) {
+    const typename W::block* b4 = blk + 4 * h;
+    __m512i t = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i*)b4[0].qs));
+    t = _mm512_inserti32x4(t, _mm_loadu_si128((const __m128i*)b4[1].qs), 1);
+    t = _mm512_inserti32x4(t, _mm_loadu_si128((const __m128i*)b4[2].qs), 2);
+    t = _mm512_inserti32x4(t, _mm_loadu_si128((const __m128i*)b4[3].qs), 3);
+    lo[h] = _mm512_and_si512(t, m4);
+    hi[h] = _mm512_and_si512(_mm512_srli_epi16(t, 4), m4);
+  }
+  // group-order vector v: qword v of each block; block b's qwords 0, 1 are its low nibbles'
+  // (qwords 2b, 2b + 1 of lo), 2, 3 its high nibbles'
+  const __m512i even = _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14), odd = _mm512_setr_epi64(1, 3, 5, 7, 9, 11, 13, 15);
+  q[0] = _mm512_permutex2var_epi64(lo[0], even, lo[1]);
+  q[1] = _mm512_permutex2var_epi64(lo[0], odd, lo[1]);
+  q[2] = _mm512_permutex2var_epi64(hi[0], even, hi[1]);
+  q[3] = _mm512_permutex2var_epi64(hi[0], odd, hi[1]);
+  const int bs = (int)sizeof(typename W::block);
+  const __m256i offsets = _mm256_setr_epi32(0, bs, 2 * bs, 3 * bs, 4 * bs, 5 * bs, 6 * bs, 7 * bs);
+  const __m256i dm = _mm256_i32gather_epi32((const int*)blk, offsets, 1);  // d, then m (Q4_1)
+  *dw = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(dm));
+  *wc = W::kHasM ? _mm256_cvtph_ps(_mm256_cvtepi32_epi16(_mm256_srli_epi32(dm, 16)))
+                 : _mm256_mul_ps(*dw, _mm256_set1_ps(W::kOffset));
+}
+
 // Lane 2b and 2b + 1 of the result = v[b]: the per-block value for every lane of block b.
 inline __m512 per_block_lanes(__m256 v) {
   const __m512i idx = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
@@ -121,17 +156,22 @@ void q32g_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size
     for (int64_t g = g0; g < g1; g++) {
       const typename W::block* blk = wb + 8 * g;
       if (ahead) prefetch_range(ahead + 8 * g * sizeof(*blk), 8 * sizeof(*blk));
-      __m256i u[8];
-      for (int b = 0; b < 8; b++) u[b] = W::unpack_u(blk[b]);
       __m512i q[4];
-      to_group_order(u, q);
-      // d (and m, stored right after it) of the 8 blocks in one gather: no scalar stores that a
-      // vector load would have to wait for
-      const __m256i dm = _mm256_i32gather_epi32((const int*)blk, block_offsets, 1);
-      const __m256 dw = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(dm));
+      __m256 dw, wc;
+      if constexpr (W::kNibbles && W::kQhBit < 0) {
+        nibble_group<W>(blk, q, &dw, &wc);
+      } else {
+        __m256i u[8];
+        for (int b = 0; b < 8; b++) u[b] = W::unpack_u(blk[b]);
+        to_group_order(u, q);
+        // d (and m, stored right after it) of the 8 blocks in one gather: no scalar stores that
+        // a vector load would have to wait for
+        const __m256i dm = _mm256_i32gather_epi32((const int*)blk, block_offsets, 1);
+        dw = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(dm));
+        wc = W::kHasM ? _mm256_cvtph_ps(_mm256_cvtepi32_epi16(_mm256_srli_epi32(dm, 16)))
+                      : _mm256_mul_ps(dw, _mm256_set1_ps(W::kOffset));
+      }
       const __m512 wd = per_block_lanes(dw);
-      const __m256 wc = W::kHasM ? _mm256_cvtph_ps(_mm256_cvtepi32_epi16(_mm256_srli_epi32(dm, 16)))
-                                 : _mm256_mul_ps(dw, _mm256_set1_ps(W::kOffset));
       for (int j = 0; j < R; j++) {
         const __m512i sumi = group_dot(q, x[j].qsg + 256 * g);
         const __m512 scale = _mm512_mul_ps(wd, _mm512_loadu_ps(x[j].d2 + 16 * g));

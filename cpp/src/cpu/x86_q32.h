@@ -48,6 +48,8 @@ inline __m256i q5_unpack_u(const uint8_t* qs, const uint8_t* qh) {
 // A weight format: block type, unpack to 32 int8 (signed) or uint8 (unsigned + min term).
 struct WQ4_0 {
   using block = quant::block_q4_0;
+  static constexpr bool kNibbles = true;  // qs: 16 bytes of nibbles (x86_avx512_grouped.h)
+  static constexpr int kQhBit = -1;        // qh's bit offset in the block's first 8 bytes, -1: none
   static constexpr bool kSigned = true;
   static constexpr bool kHasM = false;      // offset c = m (field right after d) ...
   static constexpr float kOffset = -8.f;  // ... or c = kOffset * d
@@ -59,6 +61,8 @@ struct WQ4_0 {
 
 struct WQ4_1 {
   using block = quant::block_q4_1;
+  static constexpr bool kNibbles = true;  // qs: 16 bytes of nibbles (x86_avx512_grouped.h)
+  static constexpr int kQhBit = -1;        // qh's bit offset in the block's first 8 bytes, -1: none
   static constexpr bool kSigned = false;
   static constexpr bool kHasM = true;      // offset c = m (field right after d) ...
   static constexpr float kOffset = 0.f;  // ... or c = kOffset * d
@@ -70,6 +74,8 @@ struct WQ4_1 {
 
 struct WQ5_0 {
   using block = quant::block_q5_0;
+  static constexpr bool kNibbles = true;  // qs: 16 bytes of nibbles (x86_avx512_grouped.h)
+  static constexpr int kQhBit = 16;        // qh's bit offset in the block's first 8 bytes, -1: none
   static constexpr bool kSigned = true;
   static constexpr bool kHasM = false;      // offset c = m (field right after d) ...
   static constexpr float kOffset = -16.f;  // ... or c = kOffset * d
@@ -85,6 +91,8 @@ struct WQ5_0 {
 
 struct WQ5_1 {
   using block = quant::block_q5_1;
+  static constexpr bool kNibbles = true;  // qs: 16 bytes of nibbles (x86_avx512_grouped.h)
+  static constexpr int kQhBit = 32;        // qh's bit offset in the block's first 8 bytes, -1: none
   static constexpr bool kSigned = false;
   static constexpr bool kHasM = true;      // offset c = m (field right after d) ...
   static constexpr float kOffset = 0.f;  // ... or c = kOffset * d
@@ -99,6 +107,8 @@ struct WQ5_1 {
 
 struct WQ8_0 {
   using block = quant::block_q8_0;
+  static constexpr bool kNibbles = false;
+  static constexpr int kQhBit = -1;
   static constexpr bool kSigned = true;
   static constexpr bool kHasM = false;      // offset c = m (field right after d) ...
   static constexpr float kOffset = -128.f;  // ... or c = kOffset * d
@@ -110,6 +120,8 @@ struct WQ8_0 {
 
 struct WIQ4_NL {
   using block = quant::block_iq4_nl;
+  static constexpr bool kNibbles = false;
+  static constexpr int kQhBit = -1;
   static constexpr bool kSigned = true;
   static constexpr bool kHasM = false;      // offset c = m (field right after d) ...
   static constexpr float kOffset = -128.f;  // ... or c = kOffset * d
