@@ -183,7 +183,10 @@ void q32g_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size
       int64_t b = 8 * ng;
       for (; b + 2 <= nb; b += 2) q32x2_step<W, R>(wb + b, b, true, x, acc, accm);
       if (b < nb) q32x2_step<W, R>(wb + b, b, false, x, acc, accm);
-      for (int j = 0; j < R; j++) y[j * ldy + r] = hsum512(acc[j]) + hsum(acco[j]) + hsum128(accm[j]);
+      for (int j = 0; j < R; j++) {  // one horizontal sum: short rows (896 wide) pay it often
+        const __m256 o = _mm256_add_ps(acco[j], _mm256_zextps128_ps256(accm[j]));
+        y[j * ldy + r] = hsum512(_mm512_add_ps(acc[j], _mm512_zextps256_ps512(o)));
+      }
       return;
     }
     for (int j = 0; j < R; j++) {
