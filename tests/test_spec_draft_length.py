@@ -173,3 +173,57 @@ def test_one_unlucky_early_timing_fades():
         ctl.record_draft(0, 4, 0.05)
         ctl.record_verify(0, 5, 4, c_v_flat(5))
     assert ctl.draft_cost(0) / ctl.verify_cost(5) < 1.5 * 0.05 / c_v_flat(5)
+
+
+def test_one_failed_first_draft_is_probed_again_soon():
+    """The first token of an answer is often refused: one failed draft (a = 0.4) must not
+    park speculation for the probe budget's interval while there is next to no evidence."""
+    ctl = _core._DraftLength(1, 8, True, 4)
+    for _ in range(3):
+        ctl.record_verify(0, 1, 0, 0.025)  # plain steps: a cost, no acceptance evidence
+    ctl.record_draft(0, 4, 0.4 * 0.025, 0.34 * 0.025)
+    ctl.record_verify(0, 5, 0, c_v_flat(5) * 0.025)  # refused at once
+    assert ctl.alpha(0) < 0.5
+    assert ctl.probe_interval(0) == 4
+    steps_to_probe = next(i for i in range(1, 50) if ctl.next(0) > 0)
+    assert steps_to_probe <= 4
+    # with evidence the budget rules again: a draft model refused every time probes rarely
+    for _ in range(10):
+        ctl.record_draft(0, 2, 0.4 * 0.025, 0.34 * 0.025)
+        ctl.record_verify(0, 3, 0, c_v_flat(3) * 0.025)
+    assert ctl.probe_interval(0) > 4
+
+
+def test_optimism_fades_with_evidence():
+    """With little evidence the choice plans with more than the point estimate of a (longer
+    drafts judge more tokens a step); with a full window of evidence, with the estimate itself."""
+    def c_v(n):
+        return 1.0 + 0.1 * (n - 1)
+
+    thin = _core._DraftLength(1, 8)
+    thin.record_verify(0, 1, 0, c_v(1))
+    thin.record_draft(0, 2, 0.4, 0.34)
+    thin.record_verify(0, 2, 1, c_v(2))
+    thin.record_verify(0, 2, 1, c_v(2))
+    thin.record_verify(0, 2, 1, c_v(2))
+    thin.record_verify(0, 2, 0, c_v(2))
+    assert thin.next(0) > best_k(thin.alpha(0), 0.4, c_v, 8, c_s=0.34)
+    full = feed(_core._DraftLength(1, 8), 0.4, c_v, 8, 0.8, c_s=0.34)
+    k = full.next(0)
+    want = best_k(full.alpha(0), 0.4, c_v, 8, c_s=0.34)
+    assert k == want or full.rate(0, k) >= 0.97 * full.rate(0, want)
+
+
+def test_one_slow_timing_of_a_row_count_leans_on_the_others():
+    """A row count timed once, slowly (a cold start, a busy machine), must not set its cost
+    alone: its estimate leans on the line through the other row counts until it has its own
+    history, and then follows that history."""
+    ctl = _core._DraftLength(1, 8)
+    for _ in range(6):
+        for n in (1, 2, 3, 4, 6, 7, 8, 9):
+            ctl.record_verify(0, n, 0, c_v_flat(n))
+    ctl.record_verify(0, 5, 0, 2 * c_v_flat(5))
+    assert c_v_flat(5) < ctl.verify_cost(5) < 1.5 * c_v_flat(5)
+    for _ in range(40):
+        ctl.record_verify(0, 5, 0, 1.3 * c_v_flat(5))
+    assert ctl.verify_cost(5) == pytest.approx(1.3 * c_v_flat(5), rel=0.08)
