@@ -223,6 +223,34 @@ inline void q4k_group_order(const uint8_t* qs, __m512i q[4]) {
   }
 }
 
+// The start and end of a K-quant body over NW weight rows from r: their blocks and prefetch
+// pointers, accumulators from zero (first column block) or from the saved state; at the end the
+// outputs (last column block) or the state.
+template <class Block, int NW, int R>
+inline void k_rows_start(const Matrix& w, int64_t r, bool first, __m512 (*st)[1][R], const Block* wb[NW],
+                         const uint8_t* ahead[NW], __m512 acc[NW][R]) {
+  #pragma GCC unroll 2
+  for (int i = 0; i < NW; i++) {
+    wb[i] = (const Block*)(w.data + (size_t)(r + i) * w.row_bytes);
+    ahead[i] = prefetch_row<R, NW>(w, r + i);
+    for (int j = 0; j < R; j++) acc[i][j] = first ? _mm512_setzero_ps() : st[i][0][j];
+  }
+}
+
+template <int NW, int R>
+inline void k_rows_finish(bool last, __m512 acc[NW][R], __m512 (*st)[1][R], float* y, int64_t ldy, int64_t r) {
+  #pragma GCC unroll 2
+  for (int i = 0; i < NW; i++) {
+    for (int j = 0; j < R; j++) {
+      if (last) {
+        y[j * ldy + r + i] = hsum512(acc[i][j]);
+      } else {
+        st[i][0][j] = acc[i][j];
+      }
+    }
+  }
+}
+
 // Weight rows per pass. Two share each activation load, which pays where the tile is
 // compute-bound and both rows' unpacked weights still fit the 32 vector registers next to the
 // accumulators. Measured on Qwen2.5-Coder-1.5B (2 threads): Q6_K at 6..8 rows gains (a few
@@ -248,12 +276,7 @@ void q4kg_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size
     const quant::block_q4_K* wb[NW];
     const uint8_t* ahead[NW];
     __m512 acc[NW][R];
-    #pragma GCC unroll 2
-    for (int i = 0; i < NW; i++) {
-      wb[i] = (const quant::block_q4_K*)(w.data + (size_t)(r + i) * w.row_bytes);
-      ahead[i] = prefetch_row<R, NW>(w, r + i);
-      for (int j = 0; j < R; j++) acc[i][j] = first ? _mm512_setzero_ps() : st[i][0][j];
-    }
+    k_rows_start<quant::block_q4_K, NW, R>(w, r, first, st, wb, ahead, acc);
     // lanes 2s, 2s + 1 of wsc: d * sc_s; wmin[i]: dmin * m_s for s = 0..7
     auto main_block = [&](int64_t b, __m256 wmin[NW]) {
       __m512i q[NW][4];
@@ -298,16 +321,7 @@ void q4kg_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size
         for (int i = 0; i < NW; i++) acc[i][j] = _mm512_fnmadd_ps(wmin[i], ds, acc[i][j]);
       }
     }
-    #pragma GCC unroll 2
-    for (int i = 0; i < NW; i++) {
-      for (int j = 0; j < R; j++) {
-        if (last) {
-          y[j * ldy + r + i] = hsum512(acc[i][j]);
-        } else {
-          st[i][0][j] = acc[i][j];
-        }
-      }
-    }
+    k_rows_finish<NW, R>(last, acc, st, y, ldy, r);
   };
   column_blocked<1, R, kWeightRowsQ4K<R>>(r0, r1, nb, body);
 }
@@ -360,12 +374,7 @@ void q6kg_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size
     const quant::block_q6_K* wb[NW];
     const uint8_t* ahead[NW];
     __m512 acc[NW][R];
-    #pragma GCC unroll 2
-    for (int i = 0; i < NW; i++) {
-      wb[i] = (const quant::block_q6_K*)(w.data + (size_t)(r + i) * w.row_bytes);
-      ahead[i] = prefetch_row<R, NW>(w, r + i);
-      for (int j = 0; j < R; j++) acc[i][j] = first ? _mm512_setzero_ps() : st[i][0][j];
-    }
+    k_rows_start<quant::block_q6_K, NW, R>(w, r, first, st, wb, ahead, acc);
     for (int64_t b = b0; b < b1; b++) {
       __m512i q[NW][4];
       __m512 wsc[NW];
@@ -389,16 +398,7 @@ void q6kg_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size
           acc[i][j] = _mm512_fmadd_ps(_mm512_mul_ps(wsc[i], dx), _mm512_cvtepi32_ps(sumi[i]), acc[i][j]);
       }
     }
-    #pragma GCC unroll 2
-    for (int i = 0; i < NW; i++) {
-      for (int j = 0; j < R; j++) {
-        if (last) {
-          y[j * ldy + r + i] = hsum512(acc[i][j]);
-        } else {
-          st[i][0][j] = acc[i][j];
-        }
-      }
-    }
+    k_rows_finish<NW, R>(last, acc, st, y, ldy, r);
   };
   column_blocked<1, R, kWeightRowsQ6K<R>>(r0, r1, nb, body);
 }
