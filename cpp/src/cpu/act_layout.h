@@ -53,7 +53,7 @@ struct ActQ8_K {
 
 static inline size_t act_align64(size_t n) { return (n + 63) & ~(size_t)63; }
 
-// Region sizes in order (bytes, before alignment), 0-terminated.
+// Region sizes in order (bytes, before alignment); entries past a format's last region are 0.
 static inline void act_regions(ActFormat f, int64_t cols, size_t out[8]) {
   const size_t c = (size_t)cols;
   for (int i = 0; i < 8; i++) out[i] = 0;
