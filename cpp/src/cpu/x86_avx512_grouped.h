@@ -39,13 +39,13 @@ inline void to_group_order(const __m256i y[8], __m512i out[4]) {
 
 // The 4-bit nibble types (Q4_0, Q4_1), 8 blocks straight into group order: the qs of four
 // blocks in one vector (low nibbles: elements 0..15 of each, high: 16..31), then one 2-source
-// qword permute per group-order vector, and d (and m) of the 8 blocks from one gather. Same
-// values as W::unpack_u + to_group_order in about half the instructions. (Q5_0 / Q5_1 keep the
-// per-block path: their 5th bits as masks for these vectors cost as much as the rest saves,
-// whether the masks are built with vector, scalar or store-and-load steps; measured.)
+// qword permute per group-order vector. Same values as W::unpack_u + to_group_order in about
+// half the instructions. (Q5_0 / Q5_1 keep the per-block path: their 5th bits as masks for these
+// vectors cost as much as the rest saves, whether the masks are built with vector, scalar or
+// store-and-load steps; measured.)
 template <class W>
-inline void nibble_group(const typename W::block* blk, __m512i q[4], __m256* dw, __m256* wc) {
-  static_assert(W::kNibbles && W::kQhBit < 0, "4-bit nibble blocks only");
+inline void nibble_group(const typename W::block* blk, __m512i q[4]) {
+  static_assert(W::kNibbles, "4-bit nibble blocks only");
   const __m512i m4 = _mm512_set1_epi8(15);
   __m512i lo[2], hi[2];
   for (int h = 0; h < 2; h++) {
@@ -64,12 +64,6 @@ inline void nibble_group(const typename W::block* blk, __m512i q[4], __m256* dw,
   q[1] = _mm512_permutex2var_epi64(lo[0], odd, lo[1]);
   q[2] = _mm512_permutex2var_epi64(hi[0], even, hi[1]);
   q[3] = _mm512_permutex2var_epi64(hi[0], odd, hi[1]);
-  const int bs = (int)sizeof(typename W::block);
-  const __m256i offsets = _mm256_setr_epi32(0, bs, 2 * bs, 3 * bs, 4 * bs, 5 * bs, 6 * bs, 7 * bs);
-  const __m256i dm = _mm256_i32gather_epi32((const int*)blk, offsets, 1);  // d, then m (Q4_1)
-  *dw = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(dm));
-  *wc = W::kHasM ? _mm256_cvtph_ps(_mm256_cvtepi32_epi16(_mm256_srli_epi32(dm, 16)))
-                 : _mm256_mul_ps(*dw, _mm256_set1_ps(W::kOffset));
 }
 
 // Lane 2b and 2b + 1 of the result = v[b]: the per-block value for every lane of block b.
@@ -78,18 +72,12 @@ inline __m512 per_block_lanes(__m256 v) {
   return _mm512_permutexvar_ps(idx, _mm512_castps256_ps512(v));
 }
 
-// sum over the group of u * x -> 16 int32 lanes, lane 2b + h within block b (exact).
-// `init` starts the sums (Q6_K's integer offset).
-inline __m512i group_dot(const __m512i q[4], const int8_t* xg, __m512i init = _mm512_setzero_si512()) {
-  __m512i s = _mm512_dpbusd_epi32(init, q[0], _mm512_loadu_si512((const void*)xg));
-  s = _mm512_dpbusd_epi32(s, q[1], _mm512_loadu_si512((const void*)(xg + 64)));
-  s = _mm512_dpbusd_epi32(s, q[2], _mm512_loadu_si512((const void*)(xg + 128)));
-  return _mm512_dpbusd_epi32(s, q[3], _mm512_loadu_si512((const void*)(xg + 192)));
-}
-
-// The same for NW weight rows at once, each activation vector loaded once for all of them.
+// sum over the group of u * x -> 16 int32 lanes, lane 2b + h within block b (exact), for NW
+// weight rows at once, each activation vector loaded once for all of them. `init` starts the
+// sums (Q6_K's integer offset).
 template <int NW>
-__attribute__((always_inline)) inline void group_dots(const __m512i q[][4], const int8_t* xg, __m512i init, __m512i out[NW]) {
+__attribute__((always_inline)) inline void group_dots(const __m512i q[][4], const int8_t* xg, __m512i init,
+                                                      __m512i out[NW]) {
   #pragma GCC unroll 2
   for (int i = 0; i < NW; i++) out[i] = init;
   for (int v = 0; v < 4; v++) {
@@ -156,24 +144,24 @@ void q32g_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size
     for (int64_t g = g0; g < g1; g++) {
       const typename W::block* blk = wb + 8 * g;
       if (ahead) prefetch_range(ahead + 8 * g * sizeof(*blk), 8 * sizeof(*blk));
-      __m512i q[4];
-      __m256 dw, wc;
-      if constexpr (W::kNibbles && W::kQhBit < 0) {
-        nibble_group<W>(blk, q, &dw, &wc);
+      __m512i q[1][4];
+      if constexpr (W::kNibbles) {
+        nibble_group<W>(blk, q[0]);
       } else {
         __m256i u[8];
         for (int b = 0; b < 8; b++) u[b] = W::unpack_u(blk[b]);
-        to_group_order(u, q);
-        // d (and m, stored right after it) of the 8 blocks in one gather: no scalar stores that
-        // a vector load would have to wait for
-        const __m256i dm = _mm256_i32gather_epi32((const int*)blk, block_offsets, 1);
-        dw = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(dm));
-        wc = W::kHasM ? _mm256_cvtph_ps(_mm256_cvtepi32_epi16(_mm256_srli_epi32(dm, 16)))
-                      : _mm256_mul_ps(dw, _mm256_set1_ps(W::kOffset));
+        to_group_order(u, q[0]);
       }
+      // d (and m, stored right after it) of the 8 blocks in one gather: no scalar stores that a
+      // vector load would have to wait for
+      const __m256i dm = _mm256_i32gather_epi32((const int*)blk, block_offsets, 1);
+      const __m256 dw = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(dm));
       const __m512 wd = per_block_lanes(dw);
+      const __m256 wc = W::kHasM ? _mm256_cvtph_ps(_mm256_cvtepi32_epi16(_mm256_srli_epi32(dm, 16)))
+                                 : _mm256_mul_ps(dw, _mm256_set1_ps(W::kOffset));
       for (int j = 0; j < R; j++) {
-        const __m512i sumi = group_dot(q, x[j].qsg + 256 * g);
+        __m512i sumi;
+        group_dots<1>(q, x[j].qsg + 256 * g, _mm512_setzero_si512(), &sumi);
         const __m512 scale = _mm512_mul_ps(wd, _mm512_loadu_ps(x[j].d2 + 16 * g));
         acc[j] = _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(sumi), acc[j]);
         acco[j] = _mm256_fmadd_ps(wc, _mm256_loadu_ps(x[j].s + 8 * g), acco[j]);

@@ -48,8 +48,7 @@ inline __m256i q5_unpack_u(const uint8_t* qs, const uint8_t* qh) {
 // A weight format: block type, unpack to 32 int8 (signed) or uint8 (unsigned + min term).
 struct WQ4_0 {
   using block = quant::block_q4_0;
-  static constexpr bool kNibbles = true;  // qs: 16 bytes of nibbles (x86_avx512_grouped.h)
-  static constexpr int kQhBit = -1;        // qh's bit offset in the block's first 8 bytes, -1: none
+  static constexpr bool kNibbles = true;  // the weights are qs's 4-bit nibbles alone (x86_avx512_grouped.h)
   static constexpr bool kSigned = true;
   static constexpr bool kHasM = false;      // offset c = m (field right after d) ...
   static constexpr float kOffset = -8.f;  // ... or c = kOffset * d
@@ -61,8 +60,7 @@ struct WQ4_0 {
 
 struct WQ4_1 {
   using block = quant::block_q4_1;
-  static constexpr bool kNibbles = true;  // qs: 16 bytes of nibbles (x86_avx512_grouped.h)
-  static constexpr int kQhBit = -1;        // qh's bit offset in the block's first 8 bytes, -1: none
+  static constexpr bool kNibbles = true;  // the weights are qs's 4-bit nibbles alone (x86_avx512_grouped.h)
   static constexpr bool kSigned = false;
   static constexpr bool kHasM = true;      // offset c = m (field right after d) ...
   static constexpr float kOffset = 0.f;  // ... or c = kOffset * d
@@ -74,8 +72,7 @@ struct WQ4_1 {
 
 struct WQ5_0 {
   using block = quant::block_q5_0;
-  static constexpr bool kNibbles = true;  // qs: 16 bytes of nibbles (x86_avx512_grouped.h)
-  static constexpr int kQhBit = 16;        // qh's bit offset in the block's first 8 bytes, -1: none
+  static constexpr bool kNibbles = false;  // qs plus a 5th bit from qh
   static constexpr bool kSigned = true;
   static constexpr bool kHasM = false;      // offset c = m (field right after d) ...
   static constexpr float kOffset = -16.f;  // ... or c = kOffset * d
@@ -91,8 +88,7 @@ struct WQ5_0 {
 
 struct WQ5_1 {
   using block = quant::block_q5_1;
-  static constexpr bool kNibbles = true;  // qs: 16 bytes of nibbles (x86_avx512_grouped.h)
-  static constexpr int kQhBit = 32;        // qh's bit offset in the block's first 8 bytes, -1: none
+  static constexpr bool kNibbles = false;  // qs plus a 5th bit from qh
   static constexpr bool kSigned = false;
   static constexpr bool kHasM = true;      // offset c = m (field right after d) ...
   static constexpr float kOffset = 0.f;  // ... or c = kOffset * d
@@ -108,7 +104,6 @@ struct WQ5_1 {
 struct WQ8_0 {
   using block = quant::block_q8_0;
   static constexpr bool kNibbles = false;
-  static constexpr int kQhBit = -1;
   static constexpr bool kSigned = true;
   static constexpr bool kHasM = false;      // offset c = m (field right after d) ...
   static constexpr float kOffset = -128.f;  // ... or c = kOffset * d
@@ -121,7 +116,6 @@ struct WQ8_0 {
 struct WIQ4_NL {
   using block = quant::block_iq4_nl;
   static constexpr bool kNibbles = false;
-  static constexpr int kQhBit = -1;
   static constexpr bool kSigned = true;
   static constexpr bool kHasM = false;      // offset c = m (field right after d) ...
   static constexpr float kOffset = -128.f;  // ... or c = kOffset * d

@@ -21,9 +21,9 @@ double shape_weight(int* count) {
   *count += 1;
   return std::max(kShape, 1.0 / *count);
 }
-constexpr double kThinEvidence = 4.0;
-constexpr double kFitWeight = 2.0;  // measurements at which an entry counts as much as the line
-constexpr double kOptimismEvidence = 32.0;  // judged tokens at which the choice's optimism ends  // judged draft tokens below which probes come quickly
+constexpr double kThinEvidence = 4.0;       // judged draft tokens below which probes come quickly
+constexpr double kFitWeight = 2.0;          // measurements at which an entry counts as much as the line
+constexpr double kOptimismEvidence = 32.0;  // judged tokens at which the choice's optimism ends
 constexpr double kPriorSlope = 0.15; // c_v(n) ~ c_v(1) * (1 + slope * (n - 1)) until measured
 }  // namespace
 
@@ -152,36 +152,26 @@ void DraftLength::rescale(double factor) {
   }
 }
 
+void DraftLength::learn(double* c, int* n, double seconds, double estimate) {
+  if (!(seconds > 0.0)) return;
+  if (estimate > 0.0) rescale(seconds / estimate);
+  if (*c <= 0.0) {
+    *c = seconds;
+    *n = 1;
+  } else {
+    *c *= std::pow(seconds / *c, shape_weight(n));
+  }
+}
+
 void DraftLength::record_draft(int source, int n_drafted, double first_seconds, double step_seconds) {
   Source& s = src_[source];
   if (n_drafted <= 0) return;
-  // Each measurement rescales all estimates (the machine's level), then moves its own entry.
-  auto update = [&](double* c, int* n, double seconds) {
-    if (!(seconds > 0.0)) return;
-    if (*c <= 0.0) {
-      *c = seconds;
-      *n = 1;
-      return;
-    }
-    rescale(seconds / *c);
-    *c *= std::pow(seconds / *c, shape_weight(n));
-  };
-  update(&s.c_d, &s.n_d, first_seconds);
-  if (n_drafted > 1) update(&s.c_s, &s.n_s, step_seconds);
+  learn(&s.c_d, &s.n_d, first_seconds, s.c_d);
+  if (n_drafted > 1) learn(&s.c_s, &s.n_s, step_seconds, s.c_s);
 }
 
 void DraftLength::record_verify(int source, int n_rows, int n_accepted, double seconds) {
-  if (n_rows >= 1 && n_rows < (int)c_v_.size() && seconds > 0.0) {
-    const double estimate = verify_cost(n_rows);
-    if (estimate > 0.0) rescale(seconds / estimate);
-    double& c = c_v_[n_rows];
-    if (c <= 0.0) {
-      c = seconds;
-      n_v_[n_rows] = 1;
-    } else {
-      c *= std::pow(seconds / c, shape_weight(&n_v_[n_rows]));
-    }
-  }
+  if (n_rows >= 1 && n_rows < (int)c_v_.size()) learn(&c_v_[n_rows], &n_v_[n_rows], seconds, verify_cost(n_rows));
   const int n_drafted = n_rows - 1;
   if (n_drafted <= 0) return;
   Source& s = src_[source];

@@ -67,6 +67,9 @@ class DraftLength {
     bool explore_up = false;                // the next exploration tries best + 1 (else best - 1)
   };
   void rescale(double factor);
+  // One timing of the cost *c (measured *n times): rescales every estimate by seconds /
+  // estimate (the machine's level, when estimate > 0), then moves *c toward seconds.
+  void learn(double* c, int* n, double seconds, double estimate);
   // The acceptance next() plans with: alpha() plus a bonus that fades as evidence accumulates.
   double alpha_for_choice(int source) const;
   double rate_at(int source, int k, double a) const;
