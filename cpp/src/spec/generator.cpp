@@ -123,8 +123,8 @@ void Generator::speculate_step(std::vector<Chunk>* out) {
   const int n_draft = (int)draft_.tokens.size();
 
   // Verify: one batched target pass over [last] + draft.
-  std::vector<int32_t> rows;
-  rows.reserve(n_draft + 1);
+  std::vector<int32_t>& rows = rows_;  // reused: no allocation per step
+  rows.clear();
   rows.push_back(history_.back());
   rows.insert(rows.end(), draft_.tokens.begin(), draft_.tokens.end());
   const double t_verify = now();

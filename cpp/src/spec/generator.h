@@ -121,6 +121,7 @@ class Generator {
   std::vector<int32_t> generated_;
   std::string text_;
   std::vector<float> logits_;
+  std::vector<int32_t> rows_;       // the verify pass's input: [last] + draft
   Draft draft_;
   bool drafter_ready_ = false;
   std::atomic<bool> cancel_{false};
