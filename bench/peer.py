@@ -2,16 +2,21 @@
 
     python bench/peer.py            # prints the bin folder, building it first if needed (~5 min on 2 cores)
 
+libllama() gives llama-cpp-python's low-level ctypes module (llama_cpp.llama_cpp, from the same
+sdist) bound to this build's libllama.so, for benches that drive llama.cpp's C API directly.
+
 The build is cached in $QUICKDRAFT_PEER (default ~/.cache/quickdraft/peer), outside the repo.
 $QD_LLAMA_CPP_BIN points at an existing build's bin folder instead.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import subprocess
 import sys
 import tarfile
+import types
 from pathlib import Path
 
 VERSION = "0.3.36"
@@ -52,6 +57,34 @@ def build() -> Path:
 
 def ensure() -> Path:
     return find_bin() or build()
+
+
+def sdist_source(bin_dir: Path) -> Path:
+    """The unpacked llama-cpp-python sdist: next to the build, or in the peer cache (fetched)."""
+    for cand in (bin_dir.parent.parent / f"llama_cpp_python-{VERSION}", peer_dir() / f"llama_cpp_python-{VERSION}"):
+        if (cand / "llama_cpp" / "llama_cpp.py").exists():
+            return cand
+    root = peer_dir()
+    root.mkdir(parents=True, exist_ok=True)
+    sdist = root / f"llama_cpp_python-{VERSION}.tar.gz"
+    if not sdist.exists():
+        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+                        "--no-build-isolation", "-d", str(root), f"llama-cpp-python=={VERSION}"], check=True)
+    with tarfile.open(sdist) as t:
+        t.extractall(root, members=[m for m in t.getmembers() if "/llama_cpp/" in m.name])
+    return root / f"llama_cpp_python-{VERSION}"
+
+
+def libllama() -> types.ModuleType:
+    """llama_cpp.llama_cpp bound to the peer's libllama.so, without the package's __init__ (which
+    pulls in the high-level API and its dependencies)."""
+    bin_dir = ensure()
+    os.environ["LLAMA_CPP_LIB_PATH"] = str(bin_dir)
+    if "llama_cpp" not in sys.modules:
+        pkg = types.ModuleType("llama_cpp")
+        pkg.__path__ = [str(sdist_source(bin_dir) / "llama_cpp")]
+        sys.modules["llama_cpp"] = pkg
+    return importlib.import_module("llama_cpp.llama_cpp")
 
 
 if __name__ == "__main__":
