@@ -35,17 +35,23 @@ def find_bin() -> Path | None:
     return None
 
 
-def build() -> Path:
+def sdist() -> Path:
+    """The llama-cpp-python source package in the peer cache, downloaded once."""
     root = peer_dir()
     root.mkdir(parents=True, exist_ok=True)
-    sdist = root / f"llama_cpp_python-{VERSION}.tar.gz"
-    if not sdist.exists():
+    path = root / f"llama_cpp_python-{VERSION}.tar.gz"
+    if not path.exists():
         # --no-build-isolation: pip must not build the sdist's own build tools from source.
         subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
                         "--no-build-isolation", "-d", str(root), f"llama-cpp-python=={VERSION}"], check=True)
+    return path
+
+
+def build() -> Path:
+    root = peer_dir()
     src = root / f"llama_cpp_python-{VERSION}"
     if not src.exists():
-        with tarfile.open(sdist) as t:
+        with tarfile.open(sdist()) as t:
             t.extractall(root)
     build_dir = root / "build"
     subprocess.run(["cmake", "-S", str(src / "vendor" / "llama.cpp"), "-B", str(build_dir), "-DGGML_NATIVE=ON",
@@ -64,15 +70,9 @@ def sdist_source(bin_dir: Path) -> Path:
     for cand in (bin_dir.parent.parent / f"llama_cpp_python-{VERSION}", peer_dir() / f"llama_cpp_python-{VERSION}"):
         if (cand / "llama_cpp" / "llama_cpp.py").exists():
             return cand
-    root = peer_dir()
-    root.mkdir(parents=True, exist_ok=True)
-    sdist = root / f"llama_cpp_python-{VERSION}.tar.gz"
-    if not sdist.exists():
-        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-                        "--no-build-isolation", "-d", str(root), f"llama-cpp-python=={VERSION}"], check=True)
-    with tarfile.open(sdist) as t:
-        t.extractall(root, members=[m for m in t.getmembers() if "/llama_cpp/" in m.name])
-    return root / f"llama_cpp_python-{VERSION}"
+    with tarfile.open(sdist()) as t:
+        t.extractall(peer_dir(), members=[m for m in t.getmembers() if "/llama_cpp/" in m.name])
+    return peer_dir() / f"llama_cpp_python-{VERSION}"
 
 
 def libllama() -> types.ModuleType:
