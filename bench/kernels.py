@@ -17,7 +17,8 @@ import numpy as np
 from quickdraft import _core
 
 T = gguf.GGMLQuantizationType
-HALF_FIELDS = {T.Q4_0: [0], T.Q4_1: [0, 2], T.Q5_0: [0], T.Q8_0: [0], T.Q4_K: [0, 2], T.Q6_K: [208]}
+HALF_FIELDS = {T.Q4_0: [0], T.Q4_1: [0, 2], T.Q5_0: [0], T.Q5_1: [0, 2], T.Q8_0: [0], T.IQ4_NL: [0], T.Q2_K: [80, 82],
+               T.Q3_K: [108], T.Q4_K: [0, 2], T.Q5_K: [0, 2], T.Q6_K: [208], T.IQ4_XS: [0]}
 
 
 def random_weight(t, rows: int, cols: int, rng) -> np.ndarray:
@@ -35,7 +36,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=8960)
     ap.add_argument("--cols", type=int, default=1536)
-    ap.add_argument("--types", default="Q4_0,Q4_1,Q5_0,Q8_0,Q4_K,Q6_K,F16")
+    ap.add_argument("--types", default="Q4_0,Q4_1,Q5_0,Q8_0,Q2_K,Q3_K,Q4_K,Q5_K,Q6_K,IQ4_XS,F16")
     ap.add_argument("--ns", default="1,2,4,8,16")
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--isa", default=None, help="default: the dispatched ISA (%s)" % _core.current_isa())

@@ -29,8 +29,8 @@ HALF_FIELDS = {
     T.Q2_K: [80, 82], T.Q3_K: [108], T.Q4_K: [0, 2], T.Q5_K: [0, 2], T.Q6_K: [208], T.IQ4_XS: [0],
 }
 # Types with integer kernels (Q8 activations) vs types computed in f32.
-QUANT_TYPES = [T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.IQ4_NL, T.Q4_K, T.Q6_K]
-FALLBACK_TYPES = [T.Q2_K, T.Q3_K, T.Q5_K, T.IQ4_XS, T.BF16]
+QUANT_TYPES = [T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.IQ4_NL, T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.IQ4_XS]
+FALLBACK_TYPES = [T.BF16]
 FLOAT_TYPES = [T.F32, T.F16]
 ALL_TYPES = QUANT_TYPES + FALLBACK_TYPES + FLOAT_TYPES
 SIMD_ISAS = [i for i in _core.isa_available() if i != "scalar"]
@@ -238,11 +238,12 @@ def test_activation_quantization(fmt, block):
             np.testing.assert_array_equal(got[name], arr, err_msg=f"{isa} {name}")
 
 
-@pytest.mark.parametrize("t", [T.Q4_0, T.Q4_1, T.Q5_0, T.Q8_0, T.Q4_K, T.Q6_K], ids=lambda t: t.name)
+@pytest.mark.parametrize("t", [T.Q4_0, T.Q4_1, T.Q5_0, T.Q8_0, T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.IQ4_XS],
+                         ids=lambda t: t.name)
 def test_long_rows(t):
     """Rows longer than the kernels' column blocks (2048) and chunks taller than their row blocks."""
     rng = np.random.default_rng(5)
-    rows, cols = 100, 2816 if t in (T.Q4_K, T.Q6_K) else 2848  # 11 super-blocks / 89 blocks
+    rows, cols = 100, 2816 if gguf.GGML_QUANT_SIZES[t][0] == 256 else 2848  # 11 super-blocks / 89 blocks
     w = random_weight(t, rows, cols, rng)
     wf = dequant(t, w, cols)
     x = rng.standard_normal((70, cols)).astype(np.float32)  # prompt-sized: several tiles and task blocks

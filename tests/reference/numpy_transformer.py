@@ -108,7 +108,8 @@ def _rope(x: np.ndarray, pos: np.ndarray, n_rot: int, base: float, scale: float,
 
 
 # Block length of the 8-bit activation rounding applied before matmuls with these weight types.
-ACT_BLOCK = {"Q4_0": 32, "Q4_1": 32, "Q5_0": 32, "Q5_1": 32, "Q8_0": 32, "IQ4_NL": 32, "Q4_K": 256, "Q6_K": 256}
+ACT_BLOCK = {"Q4_0": 32, "Q4_1": 32, "Q5_0": 32, "Q5_1": 32, "Q8_0": 32, "IQ4_NL": 32,
+             "Q2_K": 256, "Q3_K": 256, "Q4_K": 256, "Q5_K": 256, "Q6_K": 256, "IQ4_XS": 256}
 
 
 def _f16(x: np.ndarray) -> np.ndarray:

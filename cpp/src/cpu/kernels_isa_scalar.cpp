@@ -148,6 +148,103 @@ float dot_q4_K(const uint8_t* w, const uint8_t* a, int64_t cols) {
   return sum;
 }
 
+// Element h*128 + s*32 + l (h < 2, s < 4, l < 32) of a Q2_K/Q3_K super-block: its low 2 bits are
+// field s of qs[32h + l], its group of 16 (scale index) is 8h + 2s + l / 16.
+int low2(const uint8_t* qs, int e) { return (qs[32 * (e / 128) + e % 32] >> (2 * ((e / 32) % 4))) & 3; }
+
+float dot_q2_K(const uint8_t* w, const uint8_t* a, int64_t cols) {
+  const block_q2_K* x = (const block_q2_K*)w;
+  const ActQ8_K y = act_q8_K(a, cols);
+  float sum = 0.f;
+  for (int64_t b = 0; b < cols / 256; b++) {
+    const int8_t* q = y.qs + b * 256;
+    int isum = 0, msum = 0;  // sum_g sc_g * (q2 . x)_g  and  sum_g m_g * (sum x)_g
+    for (int g = 0; g < 16; g++) {
+      int dot = 0;
+      for (int e = 16 * g; e < 16 * g + 16; e++) dot += low2(x[b].qs, e) * q[e];
+      isum += (x[b].scales[g] & 15) * dot;
+      msum += (x[b].scales[g] >> 4) * y.bsums[b * 16 + g];
+    }
+    // w = d * sc * q - dmin * m
+    sum += y.d[b] * (h2f(x[b].d) * (float)isum - h2f(x[b].dmin) * (float)msum);
+  }
+  return sum;
+}
+
+// The 16 signed 6-bit scales of Q3_K (ggml's kmask unpacking, one at a time).
+int q3_K_scale(const uint8_t* s, int g) {
+  const int lo = g < 8 ? (s[g] & 15) : (s[g - 8] >> 4);
+  const int hi = (s[8 + g % 4] >> (2 * (g / 4))) & 3;
+  return (lo | hi << 4) - 32;
+}
+
+float dot_q3_K(const uint8_t* w, const uint8_t* a, int64_t cols) {
+  const block_q3_K* x = (const block_q3_K*)w;
+  const ActQ8_K y = act_q8_K(a, cols);
+  float sum = 0.f;
+  for (int64_t b = 0; b < cols / 256; b++) {
+    const int8_t* q = y.qs + b * 256;
+    int isum = 0;
+    for (int g = 0; g < 16; g++) {
+      int dot = 0;
+      for (int e = 16 * g; e < 16 * g + 16; e++) {
+        // a CLEAR bit e / 32 of hmask[e % 32] subtracts 4
+        const int high = (x[b].hmask[e % 32] >> (e / 32)) & 1;
+        dot += (low2(x[b].qs, e) - 4 * (high ^ 1)) * q[e];
+      }
+      isum += q3_K_scale(x[b].scales, g) * dot;
+    }
+    sum += h2f(x[b].d) * y.d[b] * (float)isum;
+  }
+  return sum;
+}
+
+float dot_q5_K(const uint8_t* w, const uint8_t* a, int64_t cols) {
+  const block_q5_K* x = (const block_q5_K*)w;
+  const ActQ8_K y = act_q8_K(a, cols);
+  float sum = 0.f;
+  for (int64_t b = 0; b < cols / 256; b++) {
+    const int8_t* q = y.qs + b * 256;
+    int isum = 0, msum = 0;
+    for (int s = 0; s < 8; s++) {
+      int sc, m;
+      scale_min_k4(s, x[b].scales, &sc, &m);
+      // sub-block s: nibble (s & 1) of qs[32 * (s / 2) + l], fifth bit s of qh[l]
+      const uint8_t* qs = x[b].qs + 32 * (s / 2);
+      int dot = 0;
+      for (int l = 0; l < 32; l++) {
+        const int v = ((s & 1) ? (qs[l] >> 4) : (qs[l] & 15)) | (((x[b].qh[l] >> s) & 1) << 4);
+        dot += v * q[32 * s + l];
+      }
+      isum += sc * dot;
+      msum += m * (y.bsums[b * 16 + 2 * s] + y.bsums[b * 16 + 2 * s + 1]);
+    }
+    sum += y.d[b] * (h2f(x[b].d) * (float)isum - h2f(x[b].dmin) * (float)msum);
+  }
+  return sum;
+}
+
+float dot_iq4_xs(const uint8_t* w, const uint8_t* a, int64_t cols) {
+  const block_iq4_xs* x = (const block_iq4_xs*)w;
+  const ActQ8_K y = act_q8_K(a, cols);
+  float sum = 0.f;
+  for (int64_t b = 0; b < cols / 256; b++) {
+    const int8_t* q = y.qs + b * 256;
+    int isum = 0;
+    for (int s = 0; s < 8; s++) {  // sub-block s: an IQ4_NL block with a signed 6-bit scale
+      const int ls = ((x[b].scales_l[s / 2] >> (4 * (s % 2))) & 15) | (((x[b].scales_h >> (2 * s)) & 3) << 4);
+      const uint8_t* qs = x[b].qs + 16 * s;
+      int dot = 0;
+      for (int j = 0; j < 16; j++) {
+        dot += kvalues_iq4nl[qs[j] & 15] * q[32 * s + j] + kvalues_iq4nl[qs[j] >> 4] * q[32 * s + j + 16];
+      }
+      isum += (ls - 32) * dot;
+    }
+    sum += h2f(x[b].d) * y.d[b] * (float)isum;
+  }
+  return sum;
+}
+
 float dot_q6_K(const uint8_t* w, const uint8_t* a, int64_t cols) {
   const block_q6_K* x = (const block_q6_K*)w;
   const ActQ8_K y = act_q8_K(a, cols);
@@ -225,6 +322,10 @@ KernelTable make_table() {
   set(Type::IQ4_NL, gemm_rows<dot_iq4_nl>, ActFormat::q8_0);
   set(Type::Q4_K, gemm_rows<dot_q4_K>, ActFormat::q8_K);
   set(Type::Q6_K, gemm_rows<dot_q6_K>, ActFormat::q8_K);
+  set(Type::Q2_K, gemm_rows<dot_q2_K>, ActFormat::q8_K);
+  set(Type::Q3_K, gemm_rows<dot_q3_K>, ActFormat::q8_K);
+  set(Type::Q5_K, gemm_rows<dot_q5_K>, ActFormat::q8_K);
+  set(Type::IQ4_XS, gemm_rows<dot_iq4_xs>, ActFormat::q8_K);
   return t;
 }
 

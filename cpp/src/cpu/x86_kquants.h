@@ -1,9 +1,9 @@
-// x86 kernels for the K-quants used by real models (Q4_K, Q6_K) against Q8_K activations.
+// x86 kernels for the K-quants (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS) against Q8_K activations.
 // Each 256-element weight super-block is unpacked ONCE (bytes + int16 scale vectors) and applied
 // to all R activation rows of the tile. Integer sums inside a super-block are exact, so their
 // order is free; the float order per (row, column) is one FMA per super-block, left to right,
 // the same for every R, plus two FMAs per super-block into a second accumulator for the
-// per-group offsets (Q4_K mins, Q6_K's -32) against the activations' d * bsums. Include rules: see x86_common.h.
+// per-group offsets (mins, Q6_K's -32, Q3_K's -4) against the activations' d * bsums. Include rules: see x86_common.h.
 #pragma once
 #include "cpu/act_layout.h"
 #include "cpu/x86_common.h"
@@ -12,21 +12,69 @@
 namespace qd::cpu {
 namespace {
 
-// A super-block unpacked for reuse across rows: 8 chunks of 32 unsigned weights and, per chunk,
-// the int16 scales that multiply the pairwise products of maddubs.
+// A super-block unpacked for reuse across rows: 8 chunks of 32 weights as unsigned bytes and,
+// per chunk, the int16 scales that multiply the pairwise products of maddubs. Types whose weights
+// need an offset (mins, or a shift that makes them unsigned) carry it per group of 16 as off[],
+// applied against the activations' d * bsums; types with signed weights keep |w| in q and w itself
+// in sgn, whose signs move onto the activations (maddubs takes its unsigned operand first).
 struct alignas(32) KUnpacked {
   __m256i q[8];
   __m256i sc[8];
+  __m256i sgn[8];  // signed types only
+  __m256 off[2];   // offset types only: groups 0..7, 8..15
+  float d;         // the super-block's scale
 };
 
 // sum_k madd(sc[k], maddubs(q[k], x[32k..])) over the 8 chunks -> 8 x int32.
+template <bool Signed>
 inline __m256i k_dot(const KUnpacked& u, const int8_t* xq) {
   __m256i sumi = _mm256_setzero_si256();
   for (int k = 0; k < 8; k++) {
-    const __m256i p = _mm256_maddubs_epi16(u.q[k], _mm256_loadu_si256((const __m256i*)(xq + 32 * k)));
+    __m256i x = _mm256_loadu_si256((const __m256i*)(xq + 32 * k));
+    if constexpr (Signed) x = _mm256_sign_epi8(x, u.sgn[k]);
+    const __m256i p = _mm256_maddubs_epi16(u.q[k], x);
     sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(u.sc[k], p));
   }
   return sumi;
+}
+
+// u.sc from the 16 signed per-group scales in v16: chunk k's elements 0..15 take scale 2k, 16..31
+// scale 2k + 1. Built in registers (a vector load of bytes just stored one at a time would stall
+// on store forwarding).
+inline void group_scales(__m128i v16, KUnpacked& u) {
+  const __m256i s16 = _mm256_cvtepi8_epi16(v16);  // dword k = scales 2k, 2k + 1 as int16
+  const __m256i spread = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1,  //
+                                          2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3);
+  for (int k = 0; k < 8; k++) {
+    u.sc[k] = _mm256_shuffle_epi8(_mm256_permutevar8x32_epi32(s16, _mm256_set1_epi32(k)), spread);
+  }
+}
+
+// 16 per-group byte values (unsigned or signed) times f, as the two offset vectors.
+inline void group_offsets(__m128i v16, bool is_signed, float f, __m256 off[2]) {
+  const __m128i hi8 = _mm_srli_si128(v16, 8);
+  const __m256i a = is_signed ? _mm256_cvtepi8_epi32(v16) : _mm256_cvtepu8_epi32(v16);
+  const __m256i b = is_signed ? _mm256_cvtepi8_epi32(hi8) : _mm256_cvtepu8_epi32(hi8);
+  off[0] = _mm256_mul_ps(_mm256_set1_ps(f), _mm256_cvtepi32_ps(a));
+  off[1] = _mm256_mul_ps(_mm256_set1_ps(f), _mm256_cvtepi32_ps(b));
+}
+
+// 0x00 / `value` in each byte of bits whose bit `bit` is clear / set.
+inline __m256i bit_to(__m256i bits, int bit, char value) {
+  const __m256i m = _mm256_set1_epi8((char)(1 << bit));
+  return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(bits, m), m), _mm256_set1_epi8(value));
+}
+
+// The low 2 bits of Q2_K/Q3_K: chunk 4h + s is 2-bit field s of qs[32h .. 32h + 31].
+inline void unpack_low2(const uint8_t* qs, KUnpacked& u) {
+  const __m256i m3 = _mm256_set1_epi8(3);
+  for (int h = 0; h < 2; h++) {
+    const __m256i bits = _mm256_loadu_si256((const __m256i*)(qs + 32 * h));
+    u.q[4 * h + 0] = _mm256_and_si256(bits, m3);
+    u.q[4 * h + 1] = _mm256_and_si256(_mm256_srli_epi16(bits, 2), m3);
+    u.q[4 * h + 2] = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m3);
+    u.q[4 * h + 3] = _mm256_and_si256(_mm256_srli_epi16(bits, 6), m3);
+  }
 }
 
 // ---- Q4_K: w = d * sc_s * q - dmin * m_s, 8 sub-blocks of 32 with 6-bit sc, m --------------
@@ -57,109 +105,162 @@ inline __m128i q4k_scales_mins_v(const uint8_t* scales) {
   return _mm_setr_epi32((int)u0, (int)u1, (int)u2, (int)u3);
 }
 
-template <int R>
-void q4k_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
-  const int64_t nb = w.cols / 256;
-  ActQ8_K x[R];
-  for (int j = 0; j < R; j++) x[j] = act_q8_K(act + (size_t)j * stride, w.cols);
-  const __m256i m4 = _mm256_set1_epi8(15);
-  const __m128i pairs_hi = _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
-  KUnpacked u;
-  for (int64_t r = r0; r < r1; r++) {
-    const quant::block_q4_K* wb = (const quant::block_q4_K*)(w.data + (size_t)r * w.row_bytes);
-    const uint8_t* ahead = prefetch_row<R>(w, r);
-    __m256 acc[R], accm[R];
-    for (int j = 0; j < R; j++) acc[j] = accm[j] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; b++) {
-      const quant::block_q4_K& blk = wb[b];
-      if (ahead) prefetch_range(ahead + b * sizeof(blk), sizeof(blk));
-      uint8_t sm[16];
-      q4k_scales_mins(blk.scales, sm);
-      for (int k = 0; k < 4; k++) {  // 64 elements: low nibbles = sub-block 2k, high = 2k + 1
-        const __m256i bits = _mm256_loadu_si256((const __m256i*)(blk.qs + 32 * k));
-        u.q[2 * k] = _mm256_and_si256(bits, m4);
-        u.q[2 * k + 1] = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
-        u.sc[2 * k] = _mm256_set1_epi16(sm[2 * k]);
-        u.sc[2 * k + 1] = _mm256_set1_epi16(sm[2 * k + 1]);
-      }
-      // dmin * m_s for the 16 groups of 16 (two per sub-block), against the activations' d * bsums
-      const __m128i mins2 = _mm_shuffle_epi8(q4k_scales_mins_v(blk.scales), pairs_hi);
-      const __m256 dmin = _mm256_set1_ps(h2f(blk.dmin));
-      const __m256 wmin0 = _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(mins2)));
-      const __m256 wmin1 = _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(mins2, 8))));
-      const float dw = h2f(blk.d);
-      for (int j = 0; j < R; j++) {
-        const __m256i sumi = k_dot(u, x[j].qs + 256 * b);
-        acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(dw * x[j].d[b]), _mm256_cvtepi32_ps(sumi), acc[j]);
-        accm[j] = _mm256_fmadd_ps(wmin0, _mm256_loadu_ps(x[j].dsums + 16 * b), accm[j]);
-        accm[j] = _mm256_fmadd_ps(wmin1, _mm256_loadu_ps(x[j].dsums + 16 * b + 8), accm[j]);
-      }
+// Each weight type below: its Block, whether its weights are signed (kSigned) or carry per-group
+// offsets (kOffsets), and unpack(), which fills a KUnpacked from one super-block.
+
+struct KQ4 {  // w = d * sc_s * q - dmin * m_s, 8 sub-blocks of 32 with 6-bit sc, m
+  using Block = quant::block_q4_K;
+  static constexpr bool kSigned = false, kOffsets = true;
+  static void unpack(const Block& blk, KUnpacked& u) {
+    const __m256i m4 = _mm256_set1_epi8(15);
+    uint8_t sm[16];
+    q4k_scales_mins(blk.scales, sm);
+    for (int k = 0; k < 4; k++) {  // 64 elements: low nibbles = sub-block 2k, high = 2k + 1
+      const __m256i bits = _mm256_loadu_si256((const __m256i*)(blk.qs + 32 * k));
+      u.q[2 * k] = _mm256_and_si256(bits, m4);
+      u.q[2 * k + 1] = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
+      u.sc[2 * k] = _mm256_set1_epi16(sm[2 * k]);
+      u.sc[2 * k + 1] = _mm256_set1_epi16(sm[2 * k + 1]);
     }
-    for (int j = 0; j < R; j++) y[j * ldy + r] = hsum(acc[j]) - hsum(accm[j]);
+    // -dmin * m_s for the 16 groups of 16 (two per sub-block)
+    const __m128i pairs_hi = _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
+    group_offsets(_mm_shuffle_epi8(q4k_scales_mins_v(blk.scales), pairs_hi), false, -h2f(blk.dmin), u.off);
+    u.d = h2f(blk.d);
   }
-}
+};
 
-// ---- Q6_K: w = d * sc_g * (q - 32), 16 groups of 16 with int8 sc ---------------------------
+struct KQ5 {  // Q4_K plus a fifth bit: bit s of qh[l] for element 32s + l
+  using Block = quant::block_q5_K;
+  static constexpr bool kSigned = false, kOffsets = true;
+  static void unpack(const Block& blk, KUnpacked& u) {
+    const __m256i m4 = _mm256_set1_epi8(15);
+    const __m256i hb = _mm256_loadu_si256((const __m256i*)blk.qh);
+    uint8_t sm[16];
+    q4k_scales_mins(blk.scales, sm);
+    for (int k = 0; k < 4; k++) {
+      const __m256i bits = _mm256_loadu_si256((const __m256i*)(blk.qs + 32 * k));
+      u.q[2 * k] = _mm256_or_si256(_mm256_and_si256(bits, m4), bit_to(hb, 2 * k, 16));
+      u.q[2 * k + 1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(bits, 4), m4), bit_to(hb, 2 * k + 1, 16));
+      u.sc[2 * k] = _mm256_set1_epi16(sm[2 * k]);
+      u.sc[2 * k + 1] = _mm256_set1_epi16(sm[2 * k + 1]);
+    }
+    const __m128i pairs_hi = _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
+    group_offsets(_mm_shuffle_epi8(q4k_scales_mins_v(blk.scales), pairs_hi), false, -h2f(blk.dmin), u.off);
+    u.d = h2f(blk.d);
+  }
+};
 
-template <int R>
-void q6k_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
+struct KQ6 {  // w = d * sc_g * (q - 32), 16 groups of 16 with int8 sc
+  using Block = quant::block_q6_K;
+  static constexpr bool kSigned = false, kOffsets = true;
+  static void unpack(const Block& blk, KUnpacked& u) {
+    const __m256i m4 = _mm256_set1_epi8(15), m30 = _mm256_set1_epi8(0x30);
+    for (int h = 0; h < 2; h++) {  // 128 elements: chunks 4h..4h+3
+      const __m256i l0 = _mm256_loadu_si256((const __m256i*)(blk.ql + 64 * h));
+      const __m256i l1 = _mm256_loadu_si256((const __m256i*)(blk.ql + 64 * h + 32));
+      const __m256i hb = _mm256_loadu_si256((const __m256i*)(blk.qh + 32 * h));
+      // 2 high bits of chunk c sit at bits 2c, 2c+1 of qh; move them to bits 4, 5
+      u.q[4 * h + 0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(hb, 4), m30));
+      u.q[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(hb, 2), m30));
+      u.q[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(hb, m30));
+      u.q[4 * h + 3] =
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4), _mm256_and_si256(_mm256_srli_epi16(hb, 2), m30));
+    }
+    const __m128i sc = _mm_loadu_si128((const __m128i*)blk.scales);
+    group_scales(sc, u);
+    u.d = h2f(blk.d);
+    group_offsets(sc, true, -32.f * u.d, u.off);  // the -32
+  }
+};
+
+struct KQ2 {  // w = d * sc_g * q - dmin * m_g, 16 groups of 16 with 4-bit sc (low) and m (high)
+  using Block = quant::block_q2_K;
+  static constexpr bool kSigned = false, kOffsets = true;
+  static void unpack(const Block& blk, KUnpacked& u) {
+    unpack_low2(blk.qs, u);
+    const __m128i m4 = _mm_set1_epi8(15), bytes = _mm_loadu_si128((const __m128i*)blk.scales);
+    group_scales(_mm_and_si128(bytes, m4), u);
+    group_offsets(_mm_and_si128(_mm_srli_epi16(bytes, 4), m4), false, -h2f(blk.dmin), u.off);
+    u.d = h2f(blk.d);
+  }
+};
+
+struct KQ3 {  // w = d * sc_g * (q - 4), q = low 2 bits | hmask bit << 2, 16 signed 6-bit sc
+  using Block = quant::block_q3_K;
+  static constexpr bool kSigned = false, kOffsets = true;
+  static void unpack(const Block& blk, KUnpacked& u) {
+    unpack_low2(blk.qs, u);
+    const __m256i hm = _mm256_loadu_si256((const __m256i*)blk.hmask);
+    for (int k = 0; k < 8; k++) u.q[k] = _mm256_or_si256(u.q[k], bit_to(hm, k, 4));  // bit k of hmask[l]
+    // ggml's kmask unpacking of the 16 scales (low nibbles in bytes 0..7, high bits in 8..11)
+    const uint32_t kmask1 = 0x03030303, kmask2 = 0x0f0f0f0f;
+    uint32_t a[3];
+    std::memcpy(a, blk.scales, 12);
+    const __m128i sc = _mm_sub_epi8(
+        _mm_setr_epi32((int)((a[0] & kmask2) | ((a[2] & kmask1) << 4)), (int)((a[1] & kmask2) | (((a[2] >> 2) & kmask1) << 4)),
+                       (int)(((a[0] >> 4) & kmask2) | (((a[2] >> 4) & kmask1) << 4)),
+                       (int)(((a[1] >> 4) & kmask2) | (((a[2] >> 6) & kmask1) << 4))),
+        _mm_set1_epi8(32));
+    group_scales(sc, u);
+    u.d = h2f(blk.d);
+    group_offsets(sc, true, -4.f * u.d, u.off);  // the -4
+  }
+};
+
+struct KIQ4XS {  // w = d * (ls_s - 32) * kvalues[nibble], 8 sub-blocks of 32 laid out as IQ4_NL blocks
+  using Block = quant::block_iq4_xs;
+  static constexpr bool kSigned = true, kOffsets = false;
+  static void unpack(const Block& blk, KUnpacked& u) {
+    const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i*)quant::kvalues_iq4nl));
+    const __m128i m4 = _mm_set1_epi8(15);
+    for (int s = 0; s < 8; s++) {
+      const __m128i b = _mm_loadu_si128((const __m128i*)(blk.qs + 16 * s));
+      const __m256i idx = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(b, 4), m4), _mm_and_si128(b, m4));
+      u.sgn[s] = _mm256_shuffle_epi8(table, idx);
+      u.q[s] = _mm256_abs_epi8(u.sgn[s]);
+      const int ls = ((blk.scales_l[s / 2] >> (4 * (s % 2))) & 15) | (((blk.scales_h >> (2 * s)) & 3) << 4);
+      u.sc[s] = _mm256_set1_epi16((short)(ls - 32));
+    }
+    u.d = h2f(blk.d);
+  }
+};
+
+// R activation rows against weight rows [r0, r1) of a K-quant type W. The float order per
+// (row, column) is one FMA per super-block into acc and, for offset types, two into acco, left to
+// right, the same for every R.
+template <int R, class W>
+void ksuper_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
   const int64_t nb = w.cols / 256;
   ActQ8_K x[R];
   for (int j = 0; j < R; j++) x[j] = act_q8_K(act + (size_t)j * stride, w.cols);
-  const __m256i m4 = _mm256_set1_epi8(15), m30 = _mm256_set1_epi8(0x30);
   KUnpacked u;
   for (int64_t r = r0; r < r1; r++) {
-    const quant::block_q6_K* wb = (const quant::block_q6_K*)(w.data + (size_t)r * w.row_bytes);
+    const typename W::Block* wb = (const typename W::Block*)(w.data + (size_t)r * w.row_bytes);
     const uint8_t* ahead = prefetch_row<R>(w, r);
     __m256 acc[R], acco[R];
     for (int j = 0; j < R; j++) acc[j] = acco[j] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-      const quant::block_q6_K& blk = wb[b];
+      const typename W::Block& blk = wb[b];
       if (ahead) prefetch_range(ahead + b * sizeof(blk), sizeof(blk));
-      for (int h = 0; h < 2; h++) {  // 128 elements: chunks 4h..4h+3
-        const __m256i l0 = _mm256_loadu_si256((const __m256i*)(blk.ql + 64 * h));
-        const __m256i l1 = _mm256_loadu_si256((const __m256i*)(blk.ql + 64 * h + 32));
-        const __m256i hb = _mm256_loadu_si256((const __m256i*)(blk.qh + 32 * h));
-        // 2 high bits of chunk c sit at bits 2c, 2c+1 of qh; move them to bits 4, 5
-        u.q[4 * h + 0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(hb, 4), m30));
-        u.q[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(hb, 2), m30));
-        u.q[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(hb, m30));
-        u.q[4 * h + 3] =
-            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4), _mm256_and_si256(_mm256_srli_epi16(hb, 2), m30));
-      }
-      for (int k = 0; k < 8; k++) {  // chunk k: 16 elements with scale 2k, then 16 with 2k + 1
-        u.sc[k] = _mm256_set_m128i(_mm_set1_epi16(blk.scales[2 * k + 1]), _mm_set1_epi16(blk.scales[2 * k]));
-      }
-      const __m128i sc8 = _mm_loadu_si128((const __m128i*)blk.scales);
-      const float dw = h2f(blk.d);
-      // the -32 offset: -32 * d * sc_g per group g, against the activations' d * bsums
-      const __m256 m32d = _mm256_set1_ps(-32.f * dw);
-      const __m256 woff0 = _mm256_mul_ps(m32d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc8)));
-      const __m256 woff1 = _mm256_mul_ps(m32d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(sc8, 8))));
+      W::unpack(blk, u);
       for (int j = 0; j < R; j++) {
-        const __m256i sumi = k_dot(u, x[j].qs + 256 * b);
-        acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(dw * x[j].d[b]), _mm256_cvtepi32_ps(sumi), acc[j]);
-        acco[j] = _mm256_fmadd_ps(woff0, _mm256_loadu_ps(x[j].dsums + 16 * b), acco[j]);
-        acco[j] = _mm256_fmadd_ps(woff1, _mm256_loadu_ps(x[j].dsums + 16 * b + 8), acco[j]);
+        const __m256i sumi = k_dot<W::kSigned>(u, x[j].qs + 256 * b);
+        acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(u.d * x[j].d[b]), _mm256_cvtepi32_ps(sumi), acc[j]);
+        if constexpr (W::kOffsets) {
+          acco[j] = _mm256_fmadd_ps(u.off[0], _mm256_loadu_ps(x[j].dsums + 16 * b), acco[j]);
+          acco[j] = _mm256_fmadd_ps(u.off[1], _mm256_loadu_ps(x[j].dsums + 16 * b + 8), acco[j]);
+        }
       }
     }
-    for (int j = 0; j < R; j++) y[j * ldy + r] = hsum(acc[j]) + hsum(acco[j]);
+    for (int j = 0; j < R; j++) y[j * ldy + r] = W::kOffsets ? hsum(acc[j]) + hsum(acco[j]) : hsum(acc[j]);
   }
 }
 
-template <class Tag>
-void q4k_gemm(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t stride, int64_t n, float* y,
-              int64_t ldy) {
+template <class Tag, class W>
+void ksuper_gemm(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t stride, int64_t n, float* y,
+                 int64_t ldy) {
   for_each_tile<Tag>(n, [&](auto rc, int64_t i0) {
-    q4k_tile<decltype(rc)::value>(w, r0, r1, act + (size_t)i0 * stride, stride, y + i0 * ldy, ldy);
-  });
-}
-
-template <class Tag>
-void q6k_gemm(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t stride, int64_t n, float* y,
-              int64_t ldy) {
-  for_each_tile<Tag>(n, [&](auto rc, int64_t i0) {
-    q6k_tile<decltype(rc)::value>(w, r0, r1, act + (size_t)i0 * stride, stride, y + i0 * ldy, ldy);
+    ksuper_tile<decltype(rc)::value, W>(w, r0, r1, act + (size_t)i0 * stride, stride, y + i0 * ldy, ldy);
   });
 }
 

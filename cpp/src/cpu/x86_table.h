@@ -24,8 +24,12 @@ KernelTable make_x86_table(Isa isa) {
   set(Type::Q5_1, q32_gemm<Tag, WQ5_1>, ActFormat::q8_0);
   set(Type::Q8_0, q32_gemm<Tag, WQ8_0>, ActFormat::q8_0);
   set(Type::IQ4_NL, q32_gemm<Tag, WIQ4_NL>, ActFormat::q8_0);
-  set(Type::Q4_K, q4k_gemm<Tag>, ActFormat::q8_K);
-  set(Type::Q6_K, q6k_gemm<Tag>, ActFormat::q8_K);
+  set(Type::Q2_K, ksuper_gemm<Tag, KQ2>, ActFormat::q8_K);
+  set(Type::Q3_K, ksuper_gemm<Tag, KQ3>, ActFormat::q8_K);
+  set(Type::Q4_K, ksuper_gemm<Tag, KQ4>, ActFormat::q8_K);
+  set(Type::Q5_K, ksuper_gemm<Tag, KQ5>, ActFormat::q8_K);
+  set(Type::Q6_K, ksuper_gemm<Tag, KQ6>, ActFormat::q8_K);
+  set(Type::IQ4_XS, ksuper_gemm<Tag, KIQ4XS>, ActFormat::q8_K);
   t.half_to_float = x86_half_to_float;
   t.float_to_half = x86_float_to_half;
   t.quantize[(int)ActFormat::q8_0] = x86_quantize_q8_0;
