@@ -245,40 +245,101 @@ inline void k_rows_finish(bool last, __m512 acc[NW][R], __m512 (*st)[1][R], floa
 // spills at 7 and 8 included); Q4_K (its wmin vectors too) spills heavily at 6..8 and loses; at
 // 1..5 rows the forward pass is bound by the weight stream and two rows at a time lose too.
 template <int R>
-constexpr int kWeightRowsQ4K = 1;
-template <int R>
 constexpr int kWeightRowsQ6K = R >= 6 && R <= 8 ? 2 : 1;
 
-// Q4_K: the mins of two super-blocks share one FMA (lanes 0..7: dmin * m_s of super-block b,
-// lanes 8..15: of b + 1), subtracted in the same accumulator, against the activations'
-// dsums32; a lone last super-block has zeros above. Pairs start at even b in every column
-// block, so the order is fixed per (row, column).
-template <int R>
-void q4kg_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
+// Bit s of the 8 bytes qh[8v .. 8v + 7] (s = the qword lane) as a byte mask over a group-order
+// vector v: the fifth bits of Q5_K.
+inline __mmask64 q5k_high_bits(const uint8_t* qh, int v) {
+  const __m512i lane_bit = _mm512_setr_epi64(0x0101010101010101LL, 0x0202020202020202LL, 0x0404040404040404LL,
+                                             0x0808080808080808LL, 0x1010101010101010LL, 0x2020202020202020LL,
+                                             0x4040404040404040LL, (long long)0x8080808080808080ULL);
+  uint64_t bytes;
+  std::memcpy(&bytes, qh + 8 * v, 8);
+  return _mm512_test_epi8_mask(_mm512_set1_epi64((long long)bytes), lane_bit);
+}
+
+// The K-quants with 8 sub-blocks of 32 (one group = one super-block): unpack() gives the weights
+// u (unsigned, group order), wsc (lanes 2s, 2s + 1: the float scale of sub-block s) and wmin
+// (lane s: what sub-block s subtracts per unit of the activations' dsums32), so that
+//   sum w x = sum_lanes wsc dx dot_lane - sum_s wmin_s dsums32_s.
+// Q4_K and Q5_K share d, dmin, the 12 scale bytes and the nibbles (at another offset).
+inline void q4k_like_unpack(uint16_t d, uint16_t dmin, const uint8_t* scales, const uint8_t* qs, __m512i q[4], __m512& wsc,
+                            __m256& wmin) {
+  const __m128i pairs_lo = _mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+  const __m128i sm128 = q4k_scales_mins_v(scales);
+  q4k_group_order(qs, q);
+  wsc = _mm512_mul_ps(_mm512_set1_ps(h2f(d)), _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_shuffle_epi8(sm128, pairs_lo))));
+  wmin = _mm256_mul_ps(_mm256_set1_ps(h2f(dmin)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(sm128, 8))));
+}
+
+struct G8Q4K {  // w = d sc_s u - dmin m_s
+  using Block = quant::block_q4_K;
+  static void unpack(const Block& blk, __m512i q[4], __m512& wsc, __m256& wmin) {
+    q4k_like_unpack(blk.d, blk.dmin, blk.scales, blk.qs, q, wsc, wmin);
+  }
+};
+
+struct G8Q5K {  // Q4_K with a fifth bit (16) from qh
+  using Block = quant::block_q5_K;
+  static void unpack(const Block& blk, __m512i q[4], __m512& wsc, __m256& wmin) {
+    q4k_like_unpack(blk.d, blk.dmin, blk.scales, blk.qs, q, wsc, wmin);
+    const __m512i sixteen = _mm512_set1_epi8(16);
+    for (int v = 0; v < 4; v++) q[v] = _mm512_mask_add_epi8(q[v], q5k_high_bits(blk.qh, v), q[v], sixteen);
+  }
+};
+
+struct G8IQ4XS {  // w = d (ls_s - 32) kvalues[i] = d ls'_s (u - 128), u = kvalues[i] + 128
+  using Block = quant::block_iq4_xs;
+  static void unpack(const Block& blk, __m512i q[4], __m512& wsc, __m256& wmin) {
+    // sub-block s is laid out as an IQ4_NL block: 4 of them per 512-bit load (as nibble_group)
+    const __m512i m4 = _mm512_set1_epi8(15);
+    const __m512i z0 = _mm512_loadu_si512((const void*)blk.qs), z1 = _mm512_loadu_si512((const void*)(blk.qs + 64));
+    const __m512i lo0 = _mm512_and_si512(z0, m4), lo1 = _mm512_and_si512(z1, m4);
+    const __m512i hi0 = _mm512_and_si512(_mm512_srli_epi16(z0, 4), m4), hi1 = _mm512_and_si512(_mm512_srli_epi16(z1, 4), m4);
+    const __m512i even = _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14), odd = _mm512_setr_epi64(1, 3, 5, 7, 9, 11, 13, 15);
+    const __m512i table = _mm512_broadcast_i32x4(
+        _mm_add_epi8(_mm_loadu_si128((const __m128i*)quant::kvalues_iq4nl), _mm_set1_epi8((char)128)));
+    q[0] = _mm512_shuffle_epi8(table, _mm512_permutex2var_epi64(lo0, even, lo1));
+    q[1] = _mm512_shuffle_epi8(table, _mm512_permutex2var_epi64(lo0, odd, lo1));
+    q[2] = _mm512_shuffle_epi8(table, _mm512_permutex2var_epi64(hi0, even, hi1));
+    q[3] = _mm512_shuffle_epi8(table, _mm512_permutex2var_epi64(hi0, odd, hi1));
+    // ls_s: nibble s % 2 of scales_l[s / 2], bits 2s, 2s + 1 of scales_h above it
+    uint32_t l;
+    std::memcpy(&l, blk.scales_l, 4);
+    const __m128i lo8 = _mm_unpacklo_epi8(_mm_cvtsi32_si128((int)(l & 0x0F0F0F0F)), _mm_cvtsi32_si128((int)((l >> 4) & 0x0F0F0F0F)));
+    const __m128i hi16 = _mm_and_si128(_mm_srlv_epi16(_mm_set1_epi16((short)blk.scales_h), _mm_setr_epi16(0, 2, 4, 6, 8, 10, 12, 14)),
+                                       _mm_set1_epi16(3));
+    const __m128i ls = _mm_sub_epi16(_mm_or_si128(_mm_cvtepu8_epi16(lo8), _mm_slli_epi16(hi16, 4)), _mm_set1_epi16(32));
+    const __m256 dl = _mm256_mul_ps(_mm256_set1_ps(h2f(blk.d)), _mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(ls)));
+    wsc = per_block_lanes(dl);
+    wmin = _mm256_mul_ps(dl, _mm256_set1_ps(128.f));
+  }
+};
+
+// The offsets of two super-blocks share one FMA (lanes 0..7: wmin of super-block b, lanes 8..15:
+// of b + 1), subtracted in the same accumulator, against the activations' dsums32; a lone last
+// super-block has zeros above. Pairs start at even b in every column block, so the order is fixed
+// per (row, column).
+template <class W, int R>
+void k8g_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
+  using Block = typename W::Block;
   const int64_t nb = w.cols / 256;
   ActQ8_K x[R];
   for (int j = 0; j < R; j++) x[j] = act_q8_K(act + (size_t)j * stride, w.cols);
-  const __m128i pairs_lo = _mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
   auto body = [&](auto nw, int64_t r, int64_t b0, int64_t b1, bool first, bool last, __m512 (*st)[1][R]) {
     constexpr int NW = decltype(nw)::value;
-    const quant::block_q4_K* wb[NW];
+    const Block* wb[NW];
     const uint8_t* ahead[NW];
     __m512 acc[NW][R];
-    k_rows_start<quant::block_q4_K, NW, R>(w, r, first, st, wb, ahead, acc);
-    // lanes 2s, 2s + 1 of wsc: d * sc_s; wmin[i]: dmin * m_s for s = 0..7
+    k_rows_start<Block, NW, R>(w, r, first, st, wb, ahead, acc);
     auto main_block = [&](int64_t b, __m256 wmin[NW]) {
       __m512i q[NW][4];
       __m512 wsc[NW];
       #pragma GCC unroll 2
       for (int i = 0; i < NW; i++) {
-        const quant::block_q4_K& blk = wb[i][b];
+        const Block& blk = wb[i][b];
         if (ahead[i]) prefetch_range(ahead[i] + b * sizeof(blk), sizeof(blk));
-        const __m128i sm128 = q4k_scales_mins_v(blk.scales);
-        q4k_group_order(blk.qs, q[i]);
-        wsc[i] = _mm512_mul_ps(_mm512_set1_ps(h2f(blk.d)),
-                               _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_shuffle_epi8(sm128, pairs_lo))));
-        wmin[i] = _mm256_mul_ps(_mm256_set1_ps(h2f(blk.dmin)),
-                                _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(sm128, 8))));
+        W::unpack(blk, q[i], wsc[i], wmin[i]);
       }
       for (int j = 0; j < R; j++) {
         __m512i sumi[NW];
@@ -311,14 +372,14 @@ void q4kg_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size
     }
     k_rows_finish<NW, R>(last, acc, st, y, ldy, r);
   };
-  column_blocked<1, R, kWeightRowsQ4K<R>>(r0, r1, nb, body);
+  column_blocked<1, R, 1>(r0, r1, nb, body);
 }
 
-template <class Tag>
-void q4kg_gemm(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t stride, int64_t n, float* y,
-               int64_t ldy) {
+template <class Tag, class W>
+void k8g_gemm(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t stride, int64_t n, float* y,
+              int64_t ldy) {
   for_each_tile<Tag>(n, [&](auto rc, int64_t i0) {
-    q4kg_tile<decltype(rc)::value>(w, r0, r1, act + (size_t)i0 * stride, stride, y + i0 * ldy, ldy);
+    k8g_tile<W, decltype(rc)::value>(w, r0, r1, act + (size_t)i0 * stride, stride, y + i0 * ldy, ldy);
   });
 }
 
@@ -349,53 +410,132 @@ inline void q6k_plain(const quant::block_q6_K& blk, __m512i z[4]) {
   }
 }
 
-// Q6_K: the -32 offset enters exactly, as the integer start (-32 * bsums, osg16) of each group's
-// dot product; one FMA per super-block and row.
-template <int R>
-void q6kg_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
+// The K-quants with 16 groups of 16 (Q6_K, Q3_K, Q2_K), one super-block = one group in
+// group-of-16 order: unpack() gives the unsigned weights u and wsc (lane p: the float scale of
+// group sigma(p)); the shift that made them unsigned enters exactly, as the integer start of each
+// group's dot product (offset(): a multiple of the activations' -32 * bsums, osg16); mins (Q2_K)
+// as wmin (lane g: dmin m_g, plain order) against dsums, subtracted from the same accumulator.
+inline __m512 sigma_scales(__m128i sc8, float d) {
+  const __m128i sigma = _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  return _mm512_mul_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_shuffle_epi8(sc8, sigma))));
+}
+
+// The low 2 bits of Q2_K/Q3_K in plain order, 64 per vector: z[2h] = fields 0, 1 of qs[32h..],
+// z[2h + 1] = fields 2, 3 (the 32-byte halves of each vector).
+inline void low2_plain(const uint8_t* qs, __m512i z[4]) {
+  const __m512i m3 = _mm512_set1_epi8(3);
+  const __m512i sh01 = _mm512_setr_epi64(0, 0, 0, 0, 2, 2, 2, 2), sh23 = _mm512_setr_epi64(4, 4, 4, 4, 6, 6, 6, 6);
+  for (int h = 0; h < 2; h++) {
+    const __m512i bits = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i*)(qs + 32 * h)));
+    z[2 * h] = _mm512_and_si512(_mm512_srlv_epi64(bits, sh01), m3);
+    z[2 * h + 1] = _mm512_and_si512(_mm512_srlv_epi64(bits, sh23), m3);
+  }
+}
+
+struct G16Q6K {  // w = d sc_g (u - 32)
+  using Block = quant::block_q6_K;
+  static constexpr bool kMins = false;
+  template <int R>
+  static constexpr int kWeightRows = kWeightRowsQ6K<R>;
+  static void unpack(const Block& blk, __m512i q[4], __m512& wsc, __m512&) {
+    __m512i z[4];
+    q6k_plain(blk, z);
+    to_group16_order(z, q);
+    wsc = sigma_scales(_mm_loadu_si128((const __m128i*)blk.scales), h2f(blk.d));
+  }
+  static __m512i offset(const int32_t* osg16) { return _mm512_loadu_si512((const void*)osg16); }
+};
+
+struct G16Q3K {  // w = d sc_g (u - 4), u = low 2 bits + 4 * hmask bit
+  using Block = quant::block_q3_K;
+  static constexpr bool kMins = false;
+  template <int R>
+  static constexpr int kWeightRows = 1;
+  static void unpack(const Block& blk, __m512i q[4], __m512& wsc, __m512&) {
+    __m512i z[4];
+    low2_plain(blk.qs, z);
+    // element 32k + l has bit k of hmask[l]; z[c] holds chunks 2c, 2c + 1
+    const __m512i hm = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i*)blk.hmask));
+    const __m512i four = _mm512_set1_epi8(4);
+    for (int c = 0; c < 4; c++) {
+      const __m512i bit = _mm512_inserti64x4(_mm512_set1_epi8((char)(1 << (2 * c))), _mm256_set1_epi8((char)(2 << (2 * c))), 1);
+      z[c] = _mm512_mask_add_epi8(z[c], _mm512_test_epi8_mask(hm, bit), z[c], four);
+    }
+    to_group16_order(z, q);
+    // ggml's kmask unpacking of the 16 scales (low nibbles in bytes 0..7, high bits in 8..11)
+    const uint32_t kmask1 = 0x03030303, kmask2 = 0x0f0f0f0f;
+    uint32_t a[3];
+    std::memcpy(a, blk.scales, 12);
+    const __m128i sc = _mm_sub_epi8(
+        _mm_setr_epi32((int)((a[0] & kmask2) | ((a[2] & kmask1) << 4)), (int)((a[1] & kmask2) | (((a[2] >> 2) & kmask1) << 4)),
+                       (int)(((a[0] >> 4) & kmask2) | (((a[2] >> 4) & kmask1) << 4)),
+                       (int)(((a[1] >> 4) & kmask2) | (((a[2] >> 6) & kmask1) << 4))),
+        _mm_set1_epi8(32));
+    wsc = sigma_scales(sc, h2f(blk.d));
+  }
+  // -4 * bsums = (-32 * bsums) / 8, exactly
+  static __m512i offset(const int32_t* osg16) { return _mm512_srai_epi32(_mm512_loadu_si512((const void*)osg16), 3); }
+};
+
+struct G16Q2K {  // w = d sc_g u - dmin m_g
+  using Block = quant::block_q2_K;
+  static constexpr bool kMins = true;
+  template <int R>
+  static constexpr int kWeightRows = 1;
+  static void unpack(const Block& blk, __m512i q[4], __m512& wsc, __m512& wmin) {
+    __m512i z[4];
+    low2_plain(blk.qs, z);
+    to_group16_order(z, q);
+    const __m128i m4 = _mm_set1_epi8(15), bytes = _mm_loadu_si128((const __m128i*)blk.scales);
+    wsc = sigma_scales(_mm_and_si128(bytes, m4), h2f(blk.d));
+    wmin = _mm512_mul_ps(_mm512_set1_ps(h2f(blk.dmin)),
+                         _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(bytes, 4), m4))));
+  }
+  static __m512i offset(const int32_t*) { return _mm512_setzero_si512(); }
+};
+
+template <class W, int R>
+void k16g_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
+  using Block = typename W::Block;
   const int64_t nb = w.cols / 256;
   ActQ8_K x[R];
   for (int j = 0; j < R; j++) x[j] = act_q8_K(act + (size_t)j * stride, w.cols);
-  const __m128i sigma = _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
   auto body = [&](auto nw, int64_t r, int64_t b0, int64_t b1, bool first, bool last, __m512 (*st)[1][R]) {
     constexpr int NW = decltype(nw)::value;
-    const quant::block_q6_K* wb[NW];
+    const Block* wb[NW];
     const uint8_t* ahead[NW];
     __m512 acc[NW][R];
-    k_rows_start<quant::block_q6_K, NW, R>(w, r, first, st, wb, ahead, acc);
+    k_rows_start<Block, NW, R>(w, r, first, st, wb, ahead, acc);
     for (int64_t b = b0; b < b1; b++) {
       __m512i q[NW][4];
-      __m512 wsc[NW];
+      __m512 wsc[NW], wmin[NW];
       #pragma GCC unroll 2
       for (int i = 0; i < NW; i++) {
-        const quant::block_q6_K& blk = wb[i][b];
+        const Block& blk = wb[i][b];
         if (ahead[i]) prefetch_range(ahead[i] + b * sizeof(blk), sizeof(blk));
-        __m512i z[4];
-        q6k_plain(blk, z);
-        to_group16_order(z, q[i]);
-        const __m128i sc8 = _mm_loadu_si128((const __m128i*)blk.scales);
-        wsc[i] = _mm512_mul_ps(_mm512_set1_ps(h2f(blk.d)),
-                               _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_shuffle_epi8(sc8, sigma))));
+        W::unpack(blk, q[i], wsc[i], wmin[i]);
       }
       for (int j = 0; j < R; j++) {
         __m512i sumi[NW];
-        group_dots<NW>(q, x[j].qsg16 + 256 * b, _mm512_loadu_si512((const void*)(x[j].osg16 + 16 * b)), sumi);
+        group_dots<NW>(q, x[j].qsg16 + 256 * b, W::offset(x[j].osg16 + 16 * b), sumi);
         const __m512 dx = _mm512_set1_ps(x[j].d[b]);
         #pragma GCC unroll 2
-        for (int i = 0; i < NW; i++)
+        for (int i = 0; i < NW; i++) {
           acc[i][j] = _mm512_fmadd_ps(_mm512_mul_ps(wsc[i], dx), _mm512_cvtepi32_ps(sumi[i]), acc[i][j]);
+          if constexpr (W::kMins) acc[i][j] = _mm512_fnmadd_ps(wmin[i], _mm512_loadu_ps(x[j].dsums + 16 * b), acc[i][j]);
+        }
       }
     }
     k_rows_finish<NW, R>(last, acc, st, y, ldy, r);
   };
-  column_blocked<1, R, kWeightRowsQ6K<R>>(r0, r1, nb, body);
+  column_blocked<1, R, W::template kWeightRows<R>>(r0, r1, nb, body);
 }
 
-template <class Tag>
-void q6kg_gemm(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t stride, int64_t n, float* y,
+template <class Tag, class W>
+void k16g_gemm(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t stride, int64_t n, float* y,
                int64_t ldy) {
   for_each_tile<Tag>(n, [&](auto rc, int64_t i0) {
-    q6kg_tile<decltype(rc)::value>(w, r0, r1, act + (size_t)i0 * stride, stride, y + i0 * ldy, ldy);
+    k16g_tile<W, decltype(rc)::value>(w, r0, r1, act + (size_t)i0 * stride, stride, y + i0 * ldy, ldy);
   });
 }
 
@@ -409,8 +549,12 @@ void add_avx512_grouped_kernels(KernelTable& t) {
   set(Type::Q5_1, q32g_gemm<Tag, WQ5_1>, ActFormat::q8_0);
   set(Type::Q8_0, q32g_gemm<Tag, WQ8_0>, ActFormat::q8_0);
   set(Type::IQ4_NL, q32g_gemm<Tag, WIQ4_NL>, ActFormat::q8_0);
-  set(Type::Q4_K, q4kg_gemm<Tag>, ActFormat::q8_K);
-  set(Type::Q6_K, q6kg_gemm<Tag>, ActFormat::q8_K);
+  set(Type::Q4_K, k8g_gemm<Tag, G8Q4K>, ActFormat::q8_K);
+  set(Type::Q5_K, k8g_gemm<Tag, G8Q5K>, ActFormat::q8_K);
+  set(Type::IQ4_XS, k8g_gemm<Tag, G8IQ4XS>, ActFormat::q8_K);
+  set(Type::Q2_K, k16g_gemm<Tag, G16Q2K>, ActFormat::q8_K);
+  set(Type::Q3_K, k16g_gemm<Tag, G16Q3K>, ActFormat::q8_K);
+  set(Type::Q6_K, k16g_gemm<Tag, G16Q6K>, ActFormat::q8_K);
 }
 
 }  // namespace
