@@ -21,7 +21,7 @@ from pathlib import Path
 
 VERSION = "0.3.36"
 TARGETS = ["llama-bench", "llama-completion", "llama-speculative", "llama-speculative-simple", "llama-lookup",
-           "llama-tokenize"]
+           "llama-tokenize", "llama-quantize"]
 
 
 def peer_dir() -> Path:

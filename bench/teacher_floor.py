@@ -2,6 +2,7 @@
 
     python bench/teacher_floor.py                 # all four models (about 2 minutes on 2 cores)
     python bench/teacher_floor.py --models smollm2-135m --batches 1,512
+    python bench/teacher_floor.py --gguf my-q5_k_m.gguf --cases qwen2.5-coder-1.5b   # any file
 
 The reference holds llama.cpp's top-5 next tokens for every position of each case, computed with
 the whole case in one batch (its prompt path). This bench replays the same cases through
@@ -11,6 +12,9 @@ with the reference and the mean |d log p| of the reference's top token. It is th
 for issue 3's agreement criterion: what llama.cpp's own decode path achieves against its own
 prompt path. quickdraft gives the same logits for a position at every batch size
 (tests/test_forward_invariance.py), so it has one row.
+
+--gguf checks other files the same way (other quantizations of a model, say): the token ids of
+--cases's teacher.json (same tokenizer), with llama.cpp's prompt path on that file as the reference.
 """
 
 from __future__ import annotations
@@ -94,25 +98,46 @@ class LlamaCpp:
         self.lib.llama_model_free(self.model)
 
 
+def llama_reference(lib, path: Path, cases: list[dict], threads: int) -> list[dict]:
+    """cases re-scored by llama.cpp's prompt path (one batch, flash attention off) on `path`."""
+    llama = LlamaCpp(lib, path, threads, 512, False)
+    out = []
+    for case in cases:
+        lp = log_softmax(llama.logits(case["ids"]))
+        top5 = np.argsort(-lp, axis=1, kind="stable")[:, :5]
+        out.append({"ids": case["ids"], "top5_ids": top5.tolist(),
+                    "top5_logprobs": np.take_along_axis(lp, top5, axis=1).tolist()})
+    llama.close()
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default=",".join(DEFAULT_MODELS))
     ap.add_argument("--batches", default="512,16,8,3,1", help="llama.cpp batch sizes (tokens per llama_decode)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--flash-attn", default="off", help="off, on, or both: llama.cpp with and without it")
+    ap.add_argument("--gguf", nargs="*", default=[], help="other GGUF files, checked instead of --models")
+    ap.add_argument("--cases", default="qwen2.5-coder-1.5b", help="with --gguf: whose teacher.json ids to use")
     args = ap.parse_args()
     lib = peer.libllama()
     lib.llama_backend_init()
     quiet = lib.llama_log_callback(lambda level, text, user_data: None)
     lib.llama_log_set(quiet, None)
     batches = [int(b) for b in args.batches.split(",")]
-    header = f"{'model':<20}{'engine':<26}{'top-1 agreement':>18}{'mean |dlogp|':>14}"
+    targets = [(Path(f).name, Path(f)) for f in args.gguf] or [(k, None) for k in args.models.split(",")]
+    width = max(20, *(len(k) + 2 for k, _ in targets))
+    header = f"{'model':<{width}}{'engine':<26}{'top-1 agreement':>18}{'mean |dlogp|':>14}"
     print(header)
     print("-" * len(header))
     results = {}
-    for key in args.models.split(","):
-        cases = json.loads((REFERENCE / key / "teacher.json").read_text())["cases"]
-        path = models.cached_path(key) if models.is_cached(key) else models.fetch(key)
+    for key, path in targets:
+        if path is None:
+            cases = json.loads((REFERENCE / key / "teacher.json").read_text())["cases"]
+            path = models.cached_path(key) if models.is_cached(key) else models.fetch(key)
+        else:
+            cases = llama_reference(lib, path, json.loads((REFERENCE / args.cases / "teacher.json").read_text())["cases"],
+                                    args.threads)
         rows = []
         for fa in {"off": [False], "on": [True], "both": [False, True]}[args.flash_attn]:
             for n_batch in batches:
@@ -127,7 +152,7 @@ def main() -> None:
 
         rows.append(("quickdraft (any batch)", *agreement(cases, ours_logits)))
         for name, agree, total, d in rows:
-            print(f"{key:<20}{name:<26}{f'{agree}/{total} = {agree / total:.1%}':>18}{d:>14.4f}")
+            print(f"{key:<{width}}{name:<26}{f'{agree}/{total} = {agree / total:.1%}':>18}{d:>14.4f}")
         results[key] = [{"engine": n, "agree": a, "total": t, "mean_abs_dlogp": d} for n, a, t, d in rows]
     out = HERE / "out" / "teacher_floor.json"
     out.parent.mkdir(exist_ok=True)
