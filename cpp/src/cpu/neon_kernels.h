@@ -286,6 +286,135 @@ void q6k_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_
   }
 }
 
+// The other K-quants (Q2_K, Q3_K, Q5_K, IQ4_XS) as 16 groups of 16 int8 weights with integer
+// scales, and mins where the type has them (kMins): the scalar reference's
+// x.d * (d * isum - dmin * msum), else d * x.d * isum.
+struct NKUnpacked {
+  int8x16_t q[16];  // group g: elements 16g .. 16g + 15
+  int sc[16], m[16];
+  float d, dmin;
+};
+
+// The low 2 bits of Q2_K/Q3_K, group g = 8h + 2s + k: field s of qs[32h + 16k .. + 15].
+inline void low2_groups(const uint8_t* qs, uint8x16_t low[16]) {
+  const uint8x16_t m3 = vdupq_n_u8(3);
+  for (int h = 0; h < 2; h++) {
+    for (int k = 0; k < 2; k++) {
+      const uint8x16_t b = vld1q_u8(qs + 32 * h + 16 * k);
+      low[8 * h + 0 + k] = vandq_u8(b, m3);
+      low[8 * h + 2 + k] = vandq_u8(vshrq_n_u8(b, 2), m3);
+      low[8 * h + 4 + k] = vandq_u8(vshrq_n_u8(b, 4), m3);
+      low[8 * h + 6 + k] = vshrq_n_u8(b, 6);
+    }
+  }
+}
+
+struct NKQ2 {  // w = d * sc_g * q - dmin * m_g, 4-bit sc (low) and m (high) per group
+  using Block = quant::block_q2_K;
+  static constexpr bool kMins = true;
+  static void unpack(const Block& blk, NKUnpacked& u) {
+    uint8x16_t low[16];
+    low2_groups(blk.qs, low);
+    for (int g = 0; g < 16; g++) {
+      u.q[g] = vreinterpretq_s8_u8(low[g]);
+      u.sc[g] = blk.scales[g] & 15;
+      u.m[g] = blk.scales[g] >> 4;
+    }
+    u.d = h2f(blk.d);
+    u.dmin = h2f(blk.dmin);
+  }
+};
+
+struct NKQ3 {  // w = d * sc_g * (low - 4 * !high), high = bit c of hmask[l] in chunk c = g / 2
+  using Block = quant::block_q3_K;
+  static constexpr bool kMins = false;
+  static void unpack(const Block& blk, NKUnpacked& u) {
+    uint8x16_t low[16];
+    low2_groups(blk.qs, low);
+    const uint8x16_t hm[2] = {vld1q_u8(blk.hmask), vld1q_u8(blk.hmask + 16)};
+    const uint8x16_t four = vdupq_n_u8(4);
+    for (int g = 0; g < 16; g++) {
+      const uint8x16_t high = vtstq_u8(hm[g % 2], vdupq_n_u8((uint8_t)(1 << (g / 2))));
+      u.q[g] = vsubq_s8(vreinterpretq_s8_u8(low[g]), vreinterpretq_s8_u8(vbicq_u8(four, high)));
+      const int lo = g < 8 ? (blk.scales[g] & 15) : (blk.scales[g - 8] >> 4);
+      const int hi = (blk.scales[8 + g % 4] >> (2 * (g / 4))) & 3;
+      u.sc[g] = (lo | hi << 4) - 32;
+    }
+    u.d = h2f(blk.d);
+  }
+};
+
+struct NKQ5 {  // w = d * sc_s * q - dmin * m_s, sub-block s = groups 2s, 2s + 1, fifth bit s of qh[l]
+  using Block = quant::block_q5_K;
+  static constexpr bool kMins = true;
+  static void unpack(const Block& blk, NKUnpacked& u) {
+    uint8_t sm[16];
+    q4k_scales_mins(blk.scales, sm);
+    const uint8x16_t qh[2] = {vld1q_u8(blk.qh), vld1q_u8(blk.qh + 16)};
+    const uint8x16_t sixteen = vdupq_n_u8(16);
+    for (int s = 0; s < 8; s++) {
+      for (int k = 0; k < 2; k++) {
+        const uint8x16_t b = vld1q_u8(blk.qs + 32 * (s / 2) + 16 * k);
+        const uint8x16_t nib = (s & 1) ? vshrq_n_u8(b, 4) : vandq_u8(b, vdupq_n_u8(15));
+        const uint8x16_t high = vandq_u8(vtstq_u8(qh[k], vdupq_n_u8((uint8_t)(1 << s))), sixteen);
+        u.q[2 * s + k] = vreinterpretq_s8_u8(vorrq_u8(nib, high));
+        u.sc[2 * s + k] = sm[s];
+        u.m[2 * s + k] = sm[8 + s];
+      }
+    }
+    u.d = h2f(blk.d);
+    u.dmin = h2f(blk.dmin);
+  }
+};
+
+struct NKIQ4XS {  // w = d * (ls_s - 32) * kvalues[nibble], sub-block s laid out as an IQ4_NL block
+  using Block = quant::block_iq4_xs;
+  static constexpr bool kMins = false;
+  static void unpack(const Block& blk, NKUnpacked& u) {
+    const int8x16_t lut = vld1q_s8(quant::kvalues_iq4nl);
+    for (int s = 0; s < 8; s++) {
+      uint8x16_t lo, hi;
+      unpack_nibbles(blk.qs + 16 * s, &lo, &hi);
+      u.q[2 * s] = vqtbl1q_s8(lut, lo);
+      u.q[2 * s + 1] = vqtbl1q_s8(lut, hi);
+      const int ls = ((blk.scales_l[s / 2] >> (4 * (s % 2))) & 15) | (((blk.scales_h >> (2 * s)) & 3) << 4);
+      u.sc[2 * s] = u.sc[2 * s + 1] = ls - 32;
+    }
+    u.d = h2f(blk.d);
+  }
+};
+
+template <class Tag, class W, int R>
+void kq16_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
+  const int64_t nb = w.cols / 256;
+  ActQ8_K x[R];
+  for (int j = 0; j < R; j++) x[j] = act_q8_K(act + (size_t)j * stride, w.cols);
+  NKUnpacked u;
+  for (int64_t r = r0; r < r1; r++) {
+    const typename W::Block* wb = (const typename W::Block*)(w.data + (size_t)r * w.row_bytes);
+    float sum[R];
+    for (int j = 0; j < R; j++) sum[j] = 0.f;
+    for (int64_t b = 0; b < nb; b++) {
+      W::unpack(wb[b], u);
+      for (int j = 0; j < R; j++) {
+        const int8_t* xq = x[j].qs + 256 * b;
+        int32x4_t acc = vdupq_n_s32(0);
+        for (int g = 0; g < 16; g++) acc = vmlaq_n_s32(acc, dot16<Tag>(vdupq_n_s32(0), u.q[g], vld1q_s8(xq + 16 * g)), u.sc[g]);
+        const int isum = vaddvq_s32(acc);
+        if constexpr (W::kMins) {
+          const int16_t* bs = x[j].bsums + 16 * b;
+          int msum = 0;
+          for (int g = 0; g < 16; g++) msum += u.m[g] * bs[g];
+          sum[j] += x[j].d[b] * (u.d * (float)isum - u.dmin * (float)msum);
+        } else {
+          sum[j] += u.d * x[j].d[b] * (float)isum;
+        }
+      }
+    }
+    for (int j = 0; j < R; j++) y[j * ldy + r] = sum[j];
+  }
+}
+
 // ---- tiles and the table -----------------------------------------------------------------
 
 // Calls f(std::integral_constant<int, R>{}) for R == m: a run-time row count as a tile height.
@@ -333,7 +462,15 @@ void q6k_gemm(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_
   });
 }
 
-// Types without an entry here (F32, F16, the other K-quants) fall back to the scalar table.
+template <class Tag, class W>
+void kq16_gemm(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t stride, int64_t n, float* y,
+               int64_t ldy) {
+  neon_for_each_tile(n, [&](auto rc, int64_t i0) {
+    kq16_tile<Tag, W, decltype(rc)::value>(w, r0, r1, act + (size_t)i0 * stride, stride, y + i0 * ldy, ldy);
+  });
+}
+
+// Types without an entry here (F32, F16, BF16) fall back to the scalar table.
 template <class Tag>
 KernelTable make_neon_table() {
   using quant::Type;
@@ -348,6 +485,10 @@ KernelTable make_neon_table() {
   set(Type::IQ4_NL, q32_gemm<Tag, NIQ4_NL>, ActFormat::q8_0);
   set(Type::Q4_K, q4k_gemm<Tag>, ActFormat::q8_K);
   set(Type::Q6_K, q6k_gemm<Tag>, ActFormat::q8_K);
+  set(Type::Q2_K, kq16_gemm<Tag, NKQ2>, ActFormat::q8_K);
+  set(Type::Q3_K, kq16_gemm<Tag, NKQ3>, ActFormat::q8_K);
+  set(Type::Q5_K, kq16_gemm<Tag, NKQ5>, ActFormat::q8_K);
+  set(Type::IQ4_XS, kq16_gemm<Tag, NKIQ4XS>, ActFormat::q8_K);
   return t;
 }
 

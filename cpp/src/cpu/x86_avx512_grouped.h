@@ -462,15 +462,7 @@ struct G16Q3K {  // w = d sc_g (u - 4), u = low 2 bits + 4 * hmask bit
       z[c] = _mm512_mask_add_epi8(z[c], _mm512_test_epi8_mask(hm, bit), z[c], four);
     }
     to_group16_order(z, q);
-    // ggml's kmask unpacking of the 16 scales (low nibbles in bytes 0..7, high bits in 8..11)
-    const uint32_t kmask1 = 0x03030303, kmask2 = 0x0f0f0f0f;
-    uint32_t a[3];
-    std::memcpy(a, blk.scales, 12);
-    const __m128i sc = _mm_sub_epi8(
-        _mm_setr_epi32((int)((a[0] & kmask2) | ((a[2] & kmask1) << 4)), (int)((a[1] & kmask2) | (((a[2] >> 2) & kmask1) << 4)),
-                       (int)(((a[0] >> 4) & kmask2) | (((a[2] >> 4) & kmask1) << 4)),
-                       (int)(((a[1] >> 4) & kmask2) | (((a[2] >> 6) & kmask1) << 4))),
-        _mm_set1_epi8(32));
+    const __m128i sc = q3k_scales_v(blk.scales);
     wsc = sigma_scales(sc, h2f(blk.d));
   }
   // -4 * bsums = (-32 * bsums) / 8, exactly

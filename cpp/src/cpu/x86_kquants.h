@@ -77,6 +77,19 @@ inline void unpack_low2(const uint8_t* qs, KUnpacked& u) {
   }
 }
 
+// The 16 signed 6-bit scales of Q3_K as bytes (ggml's kmask unpacking: low nibbles in bytes 0..7,
+// high bits in 8..11), built in registers.
+inline __m128i q3k_scales_v(const uint8_t* scales) {
+  const uint32_t kmask1 = 0x03030303, kmask2 = 0x0f0f0f0f;
+  uint32_t a[3];
+  std::memcpy(a, scales, 12);
+  return _mm_sub_epi8(
+      _mm_setr_epi32((int)((a[0] & kmask2) | ((a[2] & kmask1) << 4)), (int)((a[1] & kmask2) | (((a[2] >> 2) & kmask1) << 4)),
+                     (int)(((a[0] >> 4) & kmask2) | (((a[2] >> 4) & kmask1) << 4)),
+                     (int)(((a[1] >> 4) & kmask2) | (((a[2] >> 6) & kmask1) << 4))),
+      _mm_set1_epi8(32));
+}
+
 // ---- Q4_K: w = d * sc_s * q - dmin * m_s, 8 sub-blocks of 32 with 6-bit sc, m --------------
 
 // Scales to bytes 0..7 and mins to bytes 8..15 of out (ggml's kmask shuffle of the 12 bytes).
@@ -108,45 +121,37 @@ inline __m128i q4k_scales_mins_v(const uint8_t* scales) {
 // Each weight type below: its Block, whether its weights are signed (kSigned) or carry per-group
 // offsets (kOffsets), and unpack(), which fills a KUnpacked from one super-block.
 
+// Q4_K and Q5_K share d, dmin, the 12 scale bytes and the nibbles (at another offset).
+inline void q4k_like_unpack(uint16_t d, uint16_t dmin, const uint8_t* scales, const uint8_t* qs, KUnpacked& u) {
+  const __m256i m4 = _mm256_set1_epi8(15);
+  uint8_t sm[16];
+  q4k_scales_mins(scales, sm);
+  for (int k = 0; k < 4; k++) {  // 64 elements: low nibbles = sub-block 2k, high = 2k + 1
+    const __m256i bits = _mm256_loadu_si256((const __m256i*)(qs + 32 * k));
+    u.q[2 * k] = _mm256_and_si256(bits, m4);
+    u.q[2 * k + 1] = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
+    u.sc[2 * k] = _mm256_set1_epi16(sm[2 * k]);
+    u.sc[2 * k + 1] = _mm256_set1_epi16(sm[2 * k + 1]);
+  }
+  // -dmin * m_s for the 16 groups of 16 (two per sub-block)
+  const __m128i pairs_hi = _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
+  group_offsets(_mm_shuffle_epi8(q4k_scales_mins_v(scales), pairs_hi), false, -h2f(dmin), u.off);
+  u.d = h2f(d);
+}
+
 struct KQ4 {  // w = d * sc_s * q - dmin * m_s, 8 sub-blocks of 32 with 6-bit sc, m
   using Block = quant::block_q4_K;
   static constexpr bool kSigned = false, kOffsets = true;
-  static void unpack(const Block& blk, KUnpacked& u) {
-    const __m256i m4 = _mm256_set1_epi8(15);
-    uint8_t sm[16];
-    q4k_scales_mins(blk.scales, sm);
-    for (int k = 0; k < 4; k++) {  // 64 elements: low nibbles = sub-block 2k, high = 2k + 1
-      const __m256i bits = _mm256_loadu_si256((const __m256i*)(blk.qs + 32 * k));
-      u.q[2 * k] = _mm256_and_si256(bits, m4);
-      u.q[2 * k + 1] = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
-      u.sc[2 * k] = _mm256_set1_epi16(sm[2 * k]);
-      u.sc[2 * k + 1] = _mm256_set1_epi16(sm[2 * k + 1]);
-    }
-    // -dmin * m_s for the 16 groups of 16 (two per sub-block)
-    const __m128i pairs_hi = _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
-    group_offsets(_mm_shuffle_epi8(q4k_scales_mins_v(blk.scales), pairs_hi), false, -h2f(blk.dmin), u.off);
-    u.d = h2f(blk.d);
-  }
+  static void unpack(const Block& blk, KUnpacked& u) { q4k_like_unpack(blk.d, blk.dmin, blk.scales, blk.qs, u); }
 };
 
 struct KQ5 {  // Q4_K plus a fifth bit: bit s of qh[l] for element 32s + l
   using Block = quant::block_q5_K;
   static constexpr bool kSigned = false, kOffsets = true;
   static void unpack(const Block& blk, KUnpacked& u) {
-    const __m256i m4 = _mm256_set1_epi8(15);
+    q4k_like_unpack(blk.d, blk.dmin, blk.scales, blk.qs, u);
     const __m256i hb = _mm256_loadu_si256((const __m256i*)blk.qh);
-    uint8_t sm[16];
-    q4k_scales_mins(blk.scales, sm);
-    for (int k = 0; k < 4; k++) {
-      const __m256i bits = _mm256_loadu_si256((const __m256i*)(blk.qs + 32 * k));
-      u.q[2 * k] = _mm256_or_si256(_mm256_and_si256(bits, m4), bit_to(hb, 2 * k, 16));
-      u.q[2 * k + 1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(bits, 4), m4), bit_to(hb, 2 * k + 1, 16));
-      u.sc[2 * k] = _mm256_set1_epi16(sm[2 * k]);
-      u.sc[2 * k + 1] = _mm256_set1_epi16(sm[2 * k + 1]);
-    }
-    const __m128i pairs_hi = _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
-    group_offsets(_mm_shuffle_epi8(q4k_scales_mins_v(blk.scales), pairs_hi), false, -h2f(blk.dmin), u.off);
-    u.d = h2f(blk.d);
+    for (int s = 0; s < 8; s++) u.q[s] = _mm256_or_si256(u.q[s], bit_to(hb, s, 16));
   }
 };
 
@@ -192,15 +197,7 @@ struct KQ3 {  // w = d * sc_g * (q - 4), q = low 2 bits | hmask bit << 2, 16 sig
     unpack_low2(blk.qs, u);
     const __m256i hm = _mm256_loadu_si256((const __m256i*)blk.hmask);
     for (int k = 0; k < 8; k++) u.q[k] = _mm256_or_si256(u.q[k], bit_to(hm, k, 4));  // bit k of hmask[l]
-    // ggml's kmask unpacking of the 16 scales (low nibbles in bytes 0..7, high bits in 8..11)
-    const uint32_t kmask1 = 0x03030303, kmask2 = 0x0f0f0f0f;
-    uint32_t a[3];
-    std::memcpy(a, blk.scales, 12);
-    const __m128i sc = _mm_sub_epi8(
-        _mm_setr_epi32((int)((a[0] & kmask2) | ((a[2] & kmask1) << 4)), (int)((a[1] & kmask2) | (((a[2] >> 2) & kmask1) << 4)),
-                       (int)(((a[0] >> 4) & kmask2) | (((a[2] >> 4) & kmask1) << 4)),
-                       (int)(((a[1] >> 4) & kmask2) | (((a[2] >> 6) & kmask1) << 4))),
-        _mm_set1_epi8(32));
+    const __m128i sc = q3k_scales_v(blk.scales);
     group_scales(sc, u);
     u.d = h2f(blk.d);
     group_offsets(sc, true, -4.f * u.d, u.off);  // the -4
