@@ -83,7 +83,7 @@ void weighted_rows_add_portable(const float* w, const float* v, int rows, int n,
 // ---- AVX2 + F16C -----------------------------------------------------------------------------
 
 #ifdef QD_ATTENTION_AVX2
-#define QD_AVX2 __attribute__((target("avx2,f16c")))
+#define QD_AVX2 __attribute__((target("avx2,fma,f16c")))
 
 QD_AVX2 void half_to_float_rows_avx2(const uint16_t* src, size_t stride, float* dst, int rows, int n) {
   for (int r = 0; r < rows; r++) {
@@ -97,15 +97,32 @@ QD_AVX2 void half_to_float_rows_avx2(const uint16_t* src, size_t stride, float* 
   }
 }
 
+// Four rows at a time: four independent FMA chains keep the unit busy (one chain waits on each
+// FMA's latency); each row's lanes are summed in the same order as one row alone.
 QD_AVX2 void scaled_dots_avx2(const float* q, const float* k, int rows, int n, float scale, float* out) {
-  for (int r = 0; r < rows; r++) {
+  const int n8 = n / 8 * 8;
+  int r = 0;
+  for (; r + 4 <= rows; r += 4) {
+    const float* k0 = k + (size_t)r * n;
+    __m256 v[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    for (int i = 0; i < n8; i += 8) {
+      const __m256 qi = _mm256_loadu_ps(q + i);
+      for (int t = 0; t < 4; t++) v[t] = _mm256_fmadd_ps(qi, _mm256_loadu_ps(k0 + (size_t)t * n + i), v[t]);
+    }
+    for (int t = 0; t < 4; t++) {
+      alignas(32) float acc[8];
+      _mm256_store_ps(acc, v[t]);
+      for (int i = n8; i < n; i++) acc[i & 7] += q[i] * k0[(size_t)t * n + i];
+      out[r + t] = scale * reduce8(acc);
+    }
+  }
+  for (; r < rows; r++) {
     const float* kr = k + (size_t)r * n;
     __m256 v = _mm256_setzero_ps();
-    int i = 0;
-    for (; i + 8 <= n; i += 8) v = _mm256_add_ps(v, _mm256_mul_ps(_mm256_loadu_ps(q + i), _mm256_loadu_ps(kr + i)));
+    for (int i = 0; i < n8; i += 8) v = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), _mm256_loadu_ps(kr + i), v);
     alignas(32) float acc[8];
     _mm256_store_ps(acc, v);
-    for (; i < n; i++) acc[i & 7] += q[i] * kr[i];
+    for (int i = n8; i < n; i++) acc[i & 7] += q[i] * kr[i];
     out[r] = scale * reduce8(acc);
   }
 }
@@ -140,15 +157,102 @@ QD_AVX2 float exp_shift_sum_avx2(float* x, int n, float shift) {
   return reduce8(acc);
 }
 
+// 32 columns at a time in four registers: four independent FMA chains across the rows (one chain
+// would wait on each FMA's latency); each column adds its rows in order.
 QD_AVX2 void weighted_rows_add_avx2(const float* w, const float* v, int rows, int n, float* out) {
   int d = 0;
-  for (; d + 8 <= n; d += 8) {  // eight columns in a register across all rows
+  for (; d + 32 <= n; d += 32) {
+    __m256 o[4];
+    for (int t = 0; t < 4; t++) o[t] = _mm256_loadu_ps(out + d + 8 * t);
+    for (int r = 0; r < rows; r++) {
+      const __m256 wr = _mm256_set1_ps(w[r]);
+      const float* vr = v + (size_t)r * n + d;
+      for (int t = 0; t < 4; t++) o[t] = _mm256_fmadd_ps(wr, _mm256_loadu_ps(vr + 8 * t), o[t]);
+    }
+    for (int t = 0; t < 4; t++) _mm256_storeu_ps(out + d + 8 * t, o[t]);
+  }
+  for (; d + 8 <= n; d += 8) {
     __m256 o = _mm256_loadu_ps(out + d);
     for (int r = 0; r < rows; r++) {
-      o = _mm256_add_ps(o, _mm256_mul_ps(_mm256_set1_ps(w[r]), _mm256_loadu_ps(v + (size_t)r * n + d)));
+      o = _mm256_fmadd_ps(_mm256_set1_ps(w[r]), _mm256_loadu_ps(v + (size_t)r * n + d), o);
     }
     _mm256_storeu_ps(out + d, o);
   }
+  for (; d < n; d++) {
+    for (int r = 0; r < rows; r++) out[d] += w[r] * v[(size_t)r * n + d];
+  }
+}
+
+// ---- AVX-512 (F, VL, BW, DQ) + FMA + F16C: 16 lanes ---------------------------------------
+
+#define QD_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma,f16c")))
+
+// Rows this far ahead are prefetched: a long context's cache streams from memory, row after row.
+constexpr int kPrefetchRows = 16;
+
+QD_AVX512 void half_to_float_rows_avx512(const uint16_t* src, size_t stride, float* dst, int rows, int n) {
+  for (int r = 0; r < rows; r++) {
+    const uint16_t* s = src + (size_t)r * stride;
+    const char* ahead = reinterpret_cast<const char*>(s + kPrefetchRows * stride);  // never faults
+    for (int b = 0; b < 2 * n; b += 64) _mm_prefetch(ahead + b, _MM_HINT_T0);
+    float* d = dst + (size_t)r * n;
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+      _mm512_storeu_ps(d + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i))));
+    }
+    for (; i < n; i++) d[i] = half_to_float(s[i]);
+  }
+}
+
+// The 16 lanes of v by _mm512_reduce_add_ps's fixed tree, plus the elements past the last 16.
+QD_AVX512 inline float dot_finish(__m512 v, const float* q, const float* kr, int n16, int n, float scale) {
+  float sum = _mm512_reduce_add_ps(v);
+  for (int i = n16; i < n; i++) sum += q[i] * kr[i];
+  return scale * sum;
+}
+
+// Like scaled_dots_avx2 with 16 lanes (i % 16).
+QD_AVX512 void scaled_dots_avx512(const float* q, const float* k, int rows, int n, float scale, float* out) {
+  const int n16 = n / 16 * 16;
+  int r = 0;
+  for (; r + 4 <= rows; r += 4) {
+    const float* k0 = k + (size_t)r * n;
+    __m512 v[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    for (int i = 0; i < n16; i += 16) {
+      const __m512 qi = _mm512_loadu_ps(q + i);
+      for (int t = 0; t < 4; t++) v[t] = _mm512_fmadd_ps(qi, _mm512_loadu_ps(k0 + (size_t)t * n + i), v[t]);
+    }
+    for (int t = 0; t < 4; t++) out[r + t] = dot_finish(v[t], q, k0 + (size_t)t * n, n16, n, scale);
+  }
+  for (; r < rows; r++) {
+    const float* kr = k + (size_t)r * n;
+    __m512 v = _mm512_setzero_ps();
+    for (int i = 0; i < n16; i += 16) v = _mm512_fmadd_ps(_mm512_loadu_ps(q + i), _mm512_loadu_ps(kr + i), v);
+    out[r] = dot_finish(v, q, kr, n16, n, scale);
+  }
+}
+
+// C registers of 16 columns from d, across all rows in order.
+template <int C>
+QD_AVX512 inline void weighted_columns_avx512(const float* w, const float* v, int rows, int n, float* out) {
+  __m512 o[C];
+  for (int t = 0; t < C; t++) o[t] = _mm512_loadu_ps(out + 16 * t);
+  for (int r = 0; r < rows; r++) {
+    const __m512 wr = _mm512_set1_ps(w[r]);
+    const float* vr = v + (size_t)r * n;
+    for (int t = 0; t < C; t++) o[t] = _mm512_fmadd_ps(wr, _mm512_loadu_ps(vr + 16 * t), o[t]);
+  }
+  for (int t = 0; t < C; t++) _mm512_storeu_ps(out + 16 * t, o[t]);
+}
+
+QD_AVX512 void weighted_rows_add_avx512(const float* w, const float* v, int rows, int n, float* out) {
+  int d = 0;
+  for (; d + 128 <= n; d += 128) weighted_columns_avx512<8>(w, v + d, rows, n, out + d);
+  if (d + 64 <= n) {
+    weighted_columns_avx512<4>(w, v + d, rows, n, out + d);
+    d += 64;
+  }
+  for (; d + 16 <= n; d += 16) weighted_columns_avx512<1>(w, v + d, rows, n, out + d);
   for (; d < n; d++) {
     for (int r = 0; r < rows; r++) out[d] += w[r] * v[(size_t)r * n + d];
   }
@@ -162,17 +266,23 @@ struct Table {
   void (*weighted_rows_add)(const float*, const float*, int, int, float*) = weighted_rows_add_portable;
 };
 
-// Chosen once: AVX2/F16C where the CPU has it, unless QD_FORCE_ISA=scalar.
+// Chosen once from the active ISA (the CPU's best, or QD_FORCE_ISA): AVX-512, AVX2/FMA/F16C, portable.
 const Table& table() {
   static const Table t = [] {
     Table r;
 #ifdef QD_ATTENTION_AVX2
     const CpuFeatures& f = cpu_features();
-    if (f.avx2 && f.f16c && active_isa() != Isa::scalar) {
+    const Isa isa = active_isa();
+    if (f.avx2 && f.fma && f.f16c && isa != Isa::scalar) {
       r.half_to_float_rows = half_to_float_rows_avx2;
       r.scaled_dots = scaled_dots_avx2;
       r.exp_shift_sum = exp_shift_sum_avx2;
       r.weighted_rows_add = weighted_rows_add_avx2;
+    }
+    if (isa == Isa::avx512) {
+      r.half_to_float_rows = half_to_float_rows_avx512;
+      r.scaled_dots = scaled_dots_avx512;
+      r.weighted_rows_add = weighted_rows_add_avx512;
     }
 #endif
     return r;

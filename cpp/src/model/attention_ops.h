@@ -1,6 +1,7 @@
-// The inner loops of attention over an F16 KV cache, each with a portable version and an
-// AVX2/F16C version chosen once at run time. Both versions perform the same float operations
-// in the same order (no fused multiply-add), so they give the same bits.
+// The inner loops of attention over an F16 KV cache, each with a portable version and AVX2/FMA
+// and AVX-512 versions, one set chosen once at run time. The versions differ in the last bits
+// (fused multiply-adds, 8 or 16 lanes); each one's order depends only on its inputs' lengths, so
+// a query's result never depends on the batch or the thread count.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -34,8 +35,8 @@ inline float half_to_float(uint16_t h) {
 // dst[r][0..n) = the n halves at src + r * src_stride, for r < rows.
 void half_to_float_rows(const uint16_t* src, size_t src_stride, float* dst, int rows, int n);
 
-// out[r] = scale * (q . k[r]) for r < rows; k rows are n floats apart. Each dot keeps eight
-// partial sums (lane i % 8) reduced pairwise in a fixed order.
+// out[r] = scale * (q . k[r]) for r < rows; k rows are n floats apart. Each dot keeps 8 (16)
+// partial sums (lane i % 8 or i % 16) reduced in a fixed order.
 void scaled_dots(const float* q, const float* k, int rows, int n, float scale, float* out);
 
 // x[i] = exp(x[i] - shift) for i < n (shift >= every x[i]); returns their sum, taken in eight
