@@ -26,8 +26,10 @@ void KvCache::store(int il, int pos0, int n, const float* k, const float* v) {
 
 namespace {
 
-// Keys (then values) are converted from F16 this many at a time into a small float buffer.
-constexpr int kKeyChunk = 128;
+// Keys (then values) are converted from F16 this many at a time into a small float buffer that
+// stays in L1 (32 rows of 128: 16 KB; 128 rows measured 1-2 ms slower a token at 3500 positions
+// of context on the 1.5B). The chunking never changes a result bit.
+constexpr int kKeyChunk = 32;
 
 // One query row against one KV head: the G query heads that share it are done together so each
 // cached key and value row is converted from F16 once. Two passes: scores and their softmax
