@@ -45,6 +45,24 @@ def test_batch_and_thread_invariance(tmp_path, arch, wtype):
             assert same.all(), f"batch {batch}, {model.threads} threads: positions {np.flatnonzero(~same)} differ"
 
 
+@pytest.mark.parametrize("arch", ["qwen2", "gemma3"])
+def test_long_context_real_head_size(tmp_path, arch):
+    """Attention at real head sizes (128: whole vector registers, several per row) over more keys
+    than one conversion chunk (32) holds, in verify-sized and prompt-sized batches that share
+    each converted chunk among their rows, with a window that cuts chunks mid-way."""
+    extra = {"sliding_window": 45, "swa_pattern": 2} if arch == "gemma3" else {}
+    spec = TinySpec(arch=arch, n_embd=128, n_head=6, n_head_kv=2, head_dim=128, n_layer=2, **extra)
+    path = write_tiny_model(tmp_path / f"{arch}-hd128.gguf", spec)
+    ids = np.random.default_rng(5).integers(0, spec.n_vocab, 150)
+    m = quickdraft.Model(path, n_ctx=160, threads=2)
+    alone = eval_in_batches(m, ids, 1)
+    for batch in (3, 8, 16, 150):
+        got = eval_in_batches(m, ids, batch)
+        same = np.all(got == alone, axis=1)
+        assert same.all(), f"batch {batch}: positions {np.flatnonzero(~same)} differ"
+    assert np.array_equal(eval_in_batches(quickdraft.Model(path, n_ctx=160, threads=3), ids, 7), alone)
+
+
 @pytest.mark.parametrize("arch", ARCHS)
 def test_verify_batch_after_decode_equals_decode(tmp_path, arch):
     """The speculative pattern: decode some tokens one by one, then verify k+1 at once."""

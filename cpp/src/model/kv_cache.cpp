@@ -31,44 +31,73 @@ namespace {
 // of context on the 1.5B). The chunking never changes a result bit.
 constexpr int kKeyChunk = 32;
 
-// One query row against one KV head: the G query heads that share it are done together so each
-// cached key and value row is converted from F16 once. Two passes: scores and their softmax
-// over all visible keys, then the weighted sum of values, each in position order.
-void attend_group(const KvCache& kv, int il, const float* q, int pos, int g, const AttentionShape& sh, float* out) {
+// Query rows [i0, i1) (at positions pos0 + i) against one KV head: the G query heads of each row
+// that share it, and all the block's rows, use each cached key and value row converted from F16
+// once (a verify batch of 8 would otherwise stream a long context's cache 8 times). Two passes:
+// scores and their softmax over each query's visible keys, then the weighted sum of values, each
+// in position order. Each (query, head) sees exactly the operations it would alone: the blocks and
+// the conversion chunks never change a result bit.
+void attend_block(const KvCache& kv, int il, const float* q, size_t q_row, int i0, int i1, int pos0, int g,
+                  const AttentionShape& sh, float* out) {
   const int hd = sh.head_dim;
   const int G = sh.n_head / sh.n_head_kv;
-  const int j0 = sh.window > 0 ? std::max(0, pos - sh.window + 1) : 0;
-  const int nk = pos - j0 + 1;
   const size_t stride = (size_t)kv.kv_dim();
+  auto first_key = [&](int pos) { return sh.window > 0 ? std::max(0, pos - sh.window + 1) : 0; };
+  const int lo = first_key(pos0 + i0), hi = pos0 + i1 - 1;  // the keys any row of the block sees
 
   // Per worker thread, grown to the longest context seen, never shrunk: no allocation per token.
+  // scores: row i's G score vectors of its nk(i) keys, rows one after another.
   thread_local std::vector<float> buf;
-  const size_t need = (size_t)G * nk + (size_t)kKeyChunk * hd;
+  thread_local std::vector<size_t> score_at;
+  score_at.resize((size_t)(i1 - i0) + 1);
+  score_at[0] = 0;
+  for (int i = i0; i < i1; i++) {
+    const int p = pos0 + i;
+    score_at[(size_t)(i - i0) + 1] = score_at[(size_t)(i - i0)] + (size_t)G * (p - first_key(p) + 1);
+  }
+  const size_t need = score_at.back() + (size_t)kKeyChunk * hd;
   if (buf.size() < need) buf.resize(need);
-  float* scores = buf.data();  // [G][nk]
-  float* rows = scores + (size_t)G * nk;  // [kKeyChunk][hd]
+  float* rows = buf.data() + score_at.back();  // [kKeyChunk][hd]
 
-  for (int c0 = 0; c0 < nk; c0 += kKeyChunk) {
-    const int m = std::min(kKeyChunk, nk - c0);
-    model::half_to_float_rows(kv.k(il, j0 + c0) + (size_t)g * hd, stride, rows, m, hd);
-    for (int h = 0; h < G; h++) model::scaled_dots(q + (size_t)h * hd, rows, m, hd, sh.scale, scores + (size_t)h * nk + c0);
+  // For each chunk of keys [c0, c0 + m) converted from `cache`, each row's visible part of it.
+  auto over_chunks = [&](const uint16_t* (KvCache::*cache)(int, int) const, auto&& use) {
+    for (int c0 = lo; c0 <= hi; c0 += kKeyChunk) {
+      const int m = std::min(kKeyChunk, hi - c0 + 1);
+      model::half_to_float_rows((kv.*cache)(il, c0) + (size_t)g * hd, stride, rows, m, hd);
+      for (int i = i0; i < i1; i++) {
+        const int p = pos0 + i, j0 = first_key(p);
+        const int a = std::max(c0, j0), b = std::min(c0 + m - 1, p);
+        if (a > b) continue;
+        const size_t nk = (size_t)(p - j0 + 1);
+        float* s = buf.data() + score_at[(size_t)(i - i0)];  // [G][nk]
+        for (int h = 0; h < G; h++) use(i, h, s + h * nk + (a - j0), rows + (size_t)(a - c0) * hd, b - a + 1);
+      }
+    }
+  };
+  auto q_at = [&](int i, int h) { return q + (size_t)i * q_row + (size_t)(g * G + h) * hd; };
+  float* const out0 = out;
+  auto out_at = [&](int i, int h) { return out0 + (size_t)i * q_row + (size_t)(g * G + h) * hd; };
+
+  over_chunks(&KvCache::k, [&](int i, int h, float* s, const float* k, int m) {
+    model::scaled_dots(q_at(i, h), k, m, hd, sh.scale, s);
+  });
+  for (int i = i0; i < i1; i++) {
+    const int p = pos0 + i, nk = p - first_key(p) + 1;
+    for (int h = 0; h < G; h++) {
+      float* s = buf.data() + score_at[(size_t)(i - i0)] + (size_t)h * nk;
+      float mx = s[0];
+      for (int j = 1; j < nk; j++) mx = std::max(mx, s[j]);
+      // Normalised, then rounded to half before weighting the values, as llama.cpp's softmax
+      // followed by its KQV matmul against F16 values does.
+      const float inv_sum = 1.0f / model::exp_shift_sum(s, nk, mx);
+      for (int j = 0; j < nk; j++) s[j] *= inv_sum;
+      model::round_to_half(s, nk);
+      std::fill(out_at(i, h), out_at(i, h) + hd, 0.0f);
+    }
   }
-  for (int h = 0; h < G; h++) {
-    float* s = scores + (size_t)h * nk;
-    float mx = s[0];
-    for (int j = 1; j < nk; j++) mx = std::max(mx, s[j]);
-    // Normalised, then rounded to half before weighting the values, as llama.cpp's softmax
-    // followed by its KQV matmul against F16 values does.
-    const float inv_sum = 1.0f / model::exp_shift_sum(s, nk, mx);
-    for (int j = 0; j < nk; j++) s[j] *= inv_sum;
-    model::round_to_half(s, nk);
-    std::fill(out + (size_t)h * hd, out + (size_t)(h + 1) * hd, 0.0f);
-  }
-  for (int c0 = 0; c0 < nk; c0 += kKeyChunk) {
-    const int m = std::min(kKeyChunk, nk - c0);
-    model::half_to_float_rows(kv.v(il, j0 + c0) + (size_t)g * hd, stride, rows, m, hd);
-    for (int h = 0; h < G; h++) model::weighted_rows_add(scores + (size_t)h * nk + c0, rows, m, hd, out + (size_t)h * hd);
-  }
+  over_chunks(&KvCache::v, [&](int i, int h, float* s, const float* v, int m) {
+    model::weighted_rows_add(s, v, m, hd, out_at(i, h));
+  });
 }
 
 }  // namespace
@@ -76,11 +105,13 @@ void attend_group(const KvCache& kv, int il, const float* q, int pos, int g, con
 void attention(const KvCache& kv, int il, const float* q, int n, int pos0, const AttentionShape& sh, float* out,
                ThreadPool& pool) {
   const size_t q_row = (size_t)sh.n_head * sh.head_dim;
-  const size_t group = (size_t)sh.head_dim * (sh.n_head / sh.n_head_kv);
-  pool.run(n * sh.n_head_kv, [&](int task) {
-    const int i = task / sh.n_head_kv, g = task % sh.n_head_kv;
-    const size_t off = i * q_row + g * group;
-    attend_group(kv, il, q + off, pos0 + i, g, sh, out + off);
+  // Query rows per task: enough tasks for every thread, at most 16 rows sharing a conversion.
+  const int per_task = std::clamp((n * sh.n_head_kv + pool.size() - 1) / pool.size() / sh.n_head_kv, 1, 16);
+  const int blocks = (n + per_task - 1) / per_task;
+  pool.run(blocks * sh.n_head_kv, [&](int task) {
+    const int blk = task / sh.n_head_kv, g = task % sh.n_head_kv;
+    const int i0 = blk * per_task, i1 = std::min(n, i0 + per_task);
+    attend_block(kv, il, q, q_row, i0, i1, pos0, g, sh, out);
   });
 }
 
