@@ -6,7 +6,7 @@
 Measures, for ours and llama.cpp side by side:
   decode tok/s (tg, 128 tokens) and pp512 tok/s for each model;
   the verify cost curve: time of one forward over n = 1..16 tokens after a 64-token context
-    (Qwen2.5-Coder-1.5B), as a multiple of n = 1;
+    (Qwen2.5-Coder-1.5B), as a multiple of n = 1; and its decode tok/s after 1000 and 3000 tokens;
   greedy speculative tok/s with the Qwen2.5-Coder 0.5B -> 1.5B pair on code / chat / repetitive
     prompts (ours: Engine with each drafter; llama.cpp: llama-speculative and plain llama-completion);
   peak RSS of each measuring process (os.wait4).
@@ -38,6 +38,7 @@ PROMPTS = {
     "repetitive": "Repeat the following list exactly three times: apple, banana, cherry, date, elderberry, fig, grape.",
 }
 VERIFY_NS = [1, 2, 3, 4, 6, 8, 12, 16]
+DEPTHS = [1000, 3000]  # decode after this many tokens of context (the verify model): attention's share
 
 
 # ---------------------------------------------------------------- running a measurement process
@@ -92,6 +93,18 @@ def worker(spec: dict) -> dict:
             m.eval_last(ids[i:i + 1])
         res["tg128"] = 128 / (time.perf_counter() - t)
         if spec.get("verify"):
+            deep = quickdraft.Model(models.resolve(spec["model"]), n_ctx=max(DEPTHS) + 64, threads=spec["threads"])
+            long_ids = [int(x) for x in rng.integers(100, min(m.n_vocab, 30000), max(DEPTHS) + 32)]
+            res["tg32_at"] = {}
+            for d in DEPTHS:
+                deep.reset()
+                deep.eval_last(long_ids[:d])
+                t = time.perf_counter()
+                for i in range(d, d + 32):
+                    deep.eval_last(long_ids[i:i + 1])
+                res["tg32_at"][d] = 32 / (time.perf_counter() - t)
+            del deep
+
             # Round-robin over n, median of 5: the machine's speed drifts within minutes, and the
             # curve is read as ratios to n = 1, so every n is sampled across the same period.
             times = {n: [] for n in VERIFY_NS}
@@ -130,9 +143,9 @@ def ours(spec: dict) -> dict:
 
 # ---------------------------------------------------------------- llama.cpp
 
-def llama_bench(bin_dir: Path, path: Path, threads: int, p: str, n: str) -> tuple[list[dict], float]:
+def llama_bench(bin_dir: Path, path: Path, threads: int, p: str, n: str, extra: list[str] = ()) -> tuple[list[dict], float]:
     out, _, rss = run_measured([str(bin_dir / "llama-bench"), "-m", str(path), "-t", str(threads), "-p", p, "-n", n,
-                                "-r", "3", "-o", "json"])
+                                "-r", "3", "-o", "json", *extra])
     return json.loads(out), rss
 
 
@@ -148,6 +161,8 @@ def llama_model(bin_dir: Path, key: str, threads: int, verify: bool) -> dict:
     if verify:
         rows, _ = llama_bench(bin_dir, path, threads, ",".join(map(str, VERIFY_NS)), "0")
         res["verify_ms"] = {r["n_prompt"]: r["avg_ns"] / 1e6 for r in rows}
+        rows, _ = llama_bench(bin_dir, path, threads, "0", "32", ["-d", ",".join(map(str, DEPTHS))])
+        res["tg32_at"] = {r["n_depth"]: r["avg_ts"] for r in rows}
     return res
 
 
@@ -269,6 +284,10 @@ def main() -> None:
                     om, pm, o1 = ov[n], p["verify_ms"][n], ov[1]
                     print(f"  n={n:2d}  ours {om:7.1f} ms ({om / o1:4.2f}x)   llama.cpp {pm:7.1f} ms "
                           f"({pm / p['verify_ms'][1]:4.2f}x)")
+                od = {int(k): v for k, v in o["tg32_at"].items()}
+                for d in DEPTHS:
+                    print(f"  decode after {d} tokens of context: ours {od[d]:5.1f} tok/s, llama.cpp "
+                          f"{p['tg32_at'][d]:5.1f} tok/s ({ratio(od[d], p['tg32_at'][d]).strip()})")
                 print()
     if args.only in (None, "spec"):
         target, draft = models.DEFAULT_TARGET, models.DEFAULT_DRAFT
