@@ -192,20 +192,6 @@ QD_AVX2 void weighted_rows_add_avx2(const float* w, const float* v, int rows, in
 
 #define QD_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma,f16c")))
 
-QD_AVX512 void half_to_float_rows_avx512(const uint16_t* src, size_t stride, float* dst, int rows, int n) {
-  for (int r = 0; r < rows; r++) {
-    const uint16_t* s = src + (size_t)r * stride;
-    const char* ahead = reinterpret_cast<const char*>(s + kPrefetchRows * stride);  // never faults
-    for (int b = 0; b < 2 * n; b += 64) _mm_prefetch(ahead + b, _MM_HINT_T0);
-    float* d = dst + (size_t)r * n;
-    int i = 0;
-    for (; i + 16 <= n; i += 16) {
-      _mm512_storeu_ps(d + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i))));
-    }
-    for (; i < n; i++) d[i] = half_to_float(s[i]);
-  }
-}
-
 // The 16 lanes of v by _mm512_reduce_add_ps's fixed tree, plus the elements past the last 16.
 QD_AVX512 inline float dot_finish(__m512 v, const float* q, const float* kr, int n16, int n, float scale) {
   float sum = _mm512_reduce_add_ps(v);
@@ -281,8 +267,7 @@ const Table& table() {
       r.exp_shift_sum = exp_shift_sum_avx2;
       r.weighted_rows_add = weighted_rows_add_avx2;
     }
-    if (isa == Isa::avx512) {
-      r.half_to_float_rows = half_to_float_rows_avx512;
+    if (isa == Isa::avx512) {  // the F16 conversion keeps AVX2's: it waits on memory, not on width
       r.scaled_dots = scaled_dots_avx512;
       r.weighted_rows_add = weighted_rows_add_avx512;
     }
