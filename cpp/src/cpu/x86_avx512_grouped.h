@@ -7,9 +7,11 @@
 //       sum w x = sum_lanes (d dx)_lane * dot_lane  +  sum_blocks c * s   (s = dx * sum xq)
 //     one FMA into a 16-lane accumulator and one into an 8-lane one per group. Blocks after the
 //     last whole group go through q32x2_step (x86_avx512.h).
-//   Q4_K: a super-block is one group (its 8 sub-blocks); scales per lane, mins through dsums.
-//   Q6_K: a super-block is one group of 16 x 16 weights ("group-of-16 order"); the -32 offset
-//     through dsums.
+//   Q4_K, Q5_K, IQ4_XS (k8g_tile): a super-block is one group (its 8 sub-blocks); scales per
+//     lane, mins (IQ4_XS: the +128 that makes its codebook unsigned) through dsums32.
+//   Q6_K, Q3_K, Q2_K (k16g_tile): a super-block is one group of 16 x 16 weights ("group-of-16
+//     order"); the -32 / -4 offsets exactly, as the integer start of each dot product (osg16);
+//     Q2_K's mins through dsums.
 //
 // Order per (row, column), identical for every tile height R (batch invariance): exact integer
 // dot per group, the FMAs above group by group, then a fixed horizontal sum of each accumulator.
