@@ -75,8 +75,7 @@ void attend_block(const KvCache& kv, int il, const float* q, size_t q_row, int i
     }
   };
   auto q_at = [&](int i, int h) { return q + (size_t)i * q_row + (size_t)(g * G + h) * hd; };
-  float* const out0 = out;
-  auto out_at = [&](int i, int h) { return out0 + (size_t)i * q_row + (size_t)(g * G + h) * hd; };
+  auto out_at = [&](int i, int h) { return out + (size_t)i * q_row + (size_t)(g * G + h) * hd; };
 
   over_chunks(&KvCache::k, [&](int i, int h, float* s, const float* k, int m) {
     model::scaled_dots(q_at(i, h), k, m, hd, sh.scale, s);
@@ -105,8 +104,10 @@ void attend_block(const KvCache& kv, int il, const float* q, size_t q_row, int i
 void attention(const KvCache& kv, int il, const float* q, int n, int pos0, const AttentionShape& sh, float* out,
                ThreadPool& pool) {
   const size_t q_row = (size_t)sh.n_head * sh.head_dim;
-  // Query rows per task: enough tasks for every thread, at most 16 rows sharing a conversion.
-  const int per_task = std::clamp((n * sh.n_head_kv + pool.size() - 1) / pool.size() / sh.n_head_kv, 1, 16);
+  // Query rows per task: a task for every thread (blocks per KV head), at most 16 rows sharing a
+  // conversion.
+  const int blocks_per_head = std::max(1, (pool.size() + sh.n_head_kv - 1) / sh.n_head_kv);
+  const int per_task = std::clamp((n + blocks_per_head - 1) / blocks_per_head, 1, 16);
   const int blocks = (n + per_task - 1) / per_task;
   pool.run(blocks * sh.n_head_kv, [&](int task) {
     const int blk = task / sh.n_head_kv, g = task % sh.n_head_kv;
