@@ -192,16 +192,24 @@ QD_AVX2 void weighted_rows_add_avx2(const float* w, const float* v, int rows, in
 
 #define QD_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma,f16c")))
 
-// The 16 lanes of v by _mm512_reduce_add_ps's fixed tree, plus the elements past the last 16.
-QD_AVX512 inline float dot_finish(__m512 v, const float* q, const float* kr, int n16, int n, float scale) {
-  float sum = _mm512_reduce_add_ps(v);
-  for (int i = n16; i < n; i++) sum += q[i] * kr[i];
-  return scale * sum;
+// 16 lanes -> 8 (the two 256-bit halves added).
+QD_AVX512 inline __m256 fold16(__m512 v) { return _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)); }
+
+// The lanes of four dots' accumulators to their four sums, one fixed tree for every dot (whatever
+// the other three hold): 16 -> 8 lanes, two rounds of adjacent pairs, then the two 128-bit halves.
+QD_AVX512 inline __m128 reduce4(__m512 v0, __m512 v1, __m512 v2, __m512 v3) {
+  const __m256 t01 = _mm256_hadd_ps(fold16(v0), fold16(v1)), t23 = _mm256_hadd_ps(fold16(v2), fold16(v3));
+  const __m256 u = _mm256_hadd_ps(t01, t23);
+  return _mm_add_ps(_mm256_castps256_ps128(u), _mm256_extractf128_ps(u, 1));
 }
 
-// Like scaled_dots_avx2 with 16 lanes (i % 16).
+// Like scaled_dots_avx2 with 16 lanes (i % 16); a lone row is reduced as the first of four.
 QD_AVX512 void scaled_dots_avx512(const float* q, const float* k, int rows, int n, float scale, float* out) {
   const int n16 = n / 16 * 16;
+  auto tail = [&](float sum, const float* kr) {  // the elements past the last 16, then the scale
+    for (int i = n16; i < n; i++) sum += q[i] * kr[i];
+    return scale * sum;
+  };
   int r = 0;
   for (; r + 4 <= rows; r += 4) {
     const float* k0 = k + (size_t)r * n;
@@ -210,13 +218,21 @@ QD_AVX512 void scaled_dots_avx512(const float* q, const float* k, int rows, int 
       const __m512 qi = _mm512_loadu_ps(q + i);
       for (int t = 0; t < 4; t++) v[t] = _mm512_fmadd_ps(qi, _mm512_loadu_ps(k0 + (size_t)t * n + i), v[t]);
     }
-    for (int t = 0; t < 4; t++) out[r + t] = dot_finish(v[t], q, k0 + (size_t)t * n, n16, n, scale);
+    const __m128 sums = reduce4(v[0], v[1], v[2], v[3]);
+    if (n16 == n) {
+      _mm_storeu_ps(out + r, _mm_mul_ps(sums, _mm_set1_ps(scale)));
+    } else {
+      alignas(16) float s4[4];
+      _mm_store_ps(s4, sums);
+      for (int t = 0; t < 4; t++) out[r + t] = tail(s4[t], k0 + (size_t)t * n);
+    }
   }
   for (; r < rows; r++) {
     const float* kr = k + (size_t)r * n;
     __m512 v = _mm512_setzero_ps();
     for (int i = 0; i < n16; i += 16) v = _mm512_fmadd_ps(_mm512_loadu_ps(q + i), _mm512_loadu_ps(kr + i), v);
-    out[r] = dot_finish(v, q, kr, n16, n, scale);
+    const __m512 z = _mm512_setzero_ps();
+    out[r] = tail(_mm_cvtss_f32(reduce4(v, z, z, z)), kr);
   }
 }
 
