@@ -171,13 +171,6 @@ float dot_q2_K(const uint8_t* w, const uint8_t* a, int64_t cols) {
   return sum;
 }
 
-// The 16 signed 6-bit scales of Q3_K (ggml's kmask unpacking, one at a time).
-int q3_K_scale(const uint8_t* s, int g) {
-  const int lo = g < 8 ? (s[g] & 15) : (s[g - 8] >> 4);
-  const int hi = (s[8 + g % 4] >> (2 * (g / 4))) & 3;
-  return (lo | hi << 4) - 32;
-}
-
 float dot_q3_K(const uint8_t* w, const uint8_t* a, int64_t cols) {
   const block_q3_K* x = (const block_q3_K*)w;
   const ActQ8_K y = act_q8_K(a, cols);

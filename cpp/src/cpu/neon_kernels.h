@@ -336,9 +336,7 @@ struct NKQ3 {  // w = d * sc_g * (low - 4 * !high), high = bit c of hmask[l] in 
     for (int g = 0; g < 16; g++) {
       const uint8x16_t high = vtstq_u8(hm[g % 2], vdupq_n_u8((uint8_t)(1 << (g / 2))));
       u.q[g] = vsubq_s8(vreinterpretq_s8_u8(low[g]), vreinterpretq_s8_u8(vbicq_u8(four, high)));
-      const int lo = g < 8 ? (blk.scales[g] & 15) : (blk.scales[g - 8] >> 4);
-      const int hi = (blk.scales[8 + g % 4] >> (2 * (g / 4))) & 3;
-      u.sc[g] = (lo | hi << 4) - 32;
+      u.sc[g] = quant::q3_K_scale(blk.scales, g);
     }
     u.d = h2f(blk.d);
   }

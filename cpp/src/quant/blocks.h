@@ -47,6 +47,15 @@ static_assert(sizeof(block_iq4_xs) == 2 + 2 + 4 + 128, "block_iq4_xs");
 // The non-linear 4-bit codebook of IQ4_NL and IQ4_XS.
 constexpr int8_t kvalues_iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
+// Scale g (0..15) of a Q3_K super-block, signed 6 bits: the low nibble is nibble g / 8 of byte
+// g % 8, the 2 high bits are bits 2 * (g / 4) of byte 8 + g % 4 (ggml's kmask unpacking, one at a
+// time). static: included by files compiled with different ISA flags.
+static inline int q3_K_scale(const uint8_t* s, int g) {
+  const int lo = g < 8 ? (s[g] & 0x0F) : (s[g - 8] >> 4);
+  const int hi = (s[8 + g % 4] >> (2 * (g / 4))) & 3;
+  return (lo | hi << 4) - 32;
+}
+
 // Block i of a byte stream that may be unaligned in the mapping (memcpy: no aligned loads).
 template <typename Block>
 inline Block load_block(const void* src, int64_t i) {

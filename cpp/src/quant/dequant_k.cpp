@@ -21,16 +21,6 @@ void get_scale_min_k4(int j, const uint8_t* q, int* sc, int* m) {
   }
 }
 
-// The 16 signed 6-bit scales of Q3_K: low nibbles in bytes 0..7 (i < 8 low, i >= 8 high
-// nibble of byte i-8), the 2 high bits of scale i in byte 8 + i%4 at bit 2*(i/4).
-void unpack_q3_K_scales(const uint8_t* s, int out[16]) {
-  for (int i = 0; i < 16; i++) {
-    const int lo = i < 8 ? (s[i] & 0x0F) : (s[i - 8] >> 4);
-    const int hi = (s[8 + i % 4] >> (2 * (i / 4))) & 3;
-    out[i] = (lo | hi << 4) - 32;
-  }
-}
-
 }  // namespace
 
 // Element h*128 + s*32 + l is 2-bit field s of qs[h*32 + l]; scale byte e/16 holds the
@@ -54,10 +44,8 @@ void to_float_q3_K(const void* src, float* dst, int64_t n) {
   for (int64_t i = 0; i < n / QK_K; i++, dst += QK_K) {
     const auto b = load_block<block_q3_K>(src, i);
     const float d = fp16_to_f32(b.d);
-    int scales[16];
-    unpack_q3_K_scales(b.scales, scales);
     for (int g = 0; g < QK_K / 16; g++) {
-      const float dl = d * (float)scales[g];
+      const float dl = d * (float)q3_K_scale(b.scales, g);
       const int h = g / 8, s = (g / 2) % 4, l0 = (g % 2) * 16;
       for (int k = 0; k < 16; k++) {
         const int low = (b.qs[h * 32 + l0 + k] >> (2 * s)) & 3;
