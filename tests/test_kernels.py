@@ -214,6 +214,10 @@ def test_activation_quantization(fmt, block):
         np.testing.assert_array_equal(ref["s"], d * q.sum(axis=1).astype(np.float32))
         np.testing.assert_array_equal(ref["d8"], np.repeat(d, 8))
         np.testing.assert_array_equal(ref["d2"], np.repeat(d, 2))
+        # block_q8_1's s (the min term of Q4_1 / Q5_1): the unrounded d times the sum, to FP16
+        sm = (d_exact * q.sum(axis=1).astype(np.float32)).astype(np.float16).astype(np.float32)
+        np.testing.assert_array_equal(ref["sm"], sm)
+        np.testing.assert_array_equal(ref["a4"], q.reshape(-1, 4).sum(axis=1))
     else:
         d = np.where(inv != 0, np.float32(1) / np.where(inv != 0, inv, 1), 0).astype(np.float32)
         np.testing.assert_array_equal(ref["d"], d)

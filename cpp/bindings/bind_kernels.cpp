@@ -138,6 +138,8 @@ void register_kernels(py::module_& m) {
           parts["d8"] = py::array_t<float>(cols / 32 * 8, a.d8);
           parts["d2"] = py::array_t<float>(cols / 32 * 2, a.d2);
           parts["qsg"] = py::array_t<int8_t>(cols, a.qsg);
+          parts["sm"] = py::array_t<float>(cols / 32, a.sm);
+          parts["a4"] = py::array_t<int32_t>(cols / 4, a.a4);
         } else {
           const qd::cpu::ActQ8_K a = qd::cpu::act_q8_K(dst, cols);
           parts["qs"] = py::array_t<int8_t>(cols, a.qs);

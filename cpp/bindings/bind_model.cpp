@@ -73,6 +73,41 @@ class BoundContext {
     ctx_->eval(t.data(), (int)t.size(), nullptr);
   }
 
+  // eval(ids) that also returns every traced intermediate: [(name, layer, array[rows][cols])].
+  py::tuple trace_eval(const py::handle& ids) {
+    struct Item {
+      std::string name;
+      int il, rows, cols;
+      std::vector<float> data;
+    };
+    std::vector<Item> items;
+    py::array_t<float> logits;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ctx_->set_trace([&](const char* name, int il, const float* x, int rows, int cols) {
+        items.push_back({name, il, rows, cols, std::vector<float>(x, x + (size_t)rows * cols)});
+      });
+    }
+    try {
+      logits = eval(ids, false);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mu_);
+      ctx_->set_trace({});
+      throw;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ctx_->set_trace({});
+    }
+    py::list out;
+    for (const Item& it : items) {
+      py::array_t<float> a({it.rows, it.cols});
+      std::copy(it.data.begin(), it.data.end(), a.mutable_data());
+      out.append(py::make_tuple(it.name, it.il, a));
+    }
+    return py::make_tuple(logits, out);
+  }
+
   void truncate(int n_past) {
     std::lock_guard<std::mutex> lock(mu_);
     ctx_->truncate(n_past);
@@ -142,6 +177,8 @@ void register_model(py::module_& m) {
       .def(py::init<const BoundModel&, int, int>(), py::arg("model"), py::arg("n_ctx"), py::arg("n_threads") = 0)
       .def("eval", &BoundContext::eval, py::arg("ids"), py::arg("last_only") = false,
            "Logits float32 [len(ids), n_vocab] (or [n_vocab] with last_only), continuing from n_past.")
+      .def("trace_eval", &BoundContext::trace_eval, py::arg("ids"),
+           "Debugging: (logits, [(name, layer, array)]) with every intermediate of the forward pass.")
       .def("feed", &BoundContext::feed, py::arg("ids"), "Append ids to the KV cache without computing logits.")
       .def("truncate", &BoundContext::truncate, py::arg("n_past"), "Keep the first n_past positions.")
       .def("reset", [](BoundContext& s) { s.truncate(0); })

@@ -15,8 +15,8 @@ rounded to 8-bit blocks, the documented numerics of quickdraft's CPU kernels (an
 scale's rounding, of llama.cpp's): blocks of 32 for Q4_0/Q4_1/Q5_0/Q5_1/Q8_0/IQ4_NL weights,
 of 256 for the K-quants; q = round-half-even(x * 127 / max|x|) per block, and the scale is
 llama.cpp's: float16(max|x| / 127) for 32-blocks (block_q8_0/q8_1 store it as FP16), float32
-1 / (127 / max|x|) for 256-blocks (block_q8_K). (llama.cpp also rounds Q8_1's block sum to FP16
-for Q4_1/Q5_1 weights; quickdraft does not, and neither does this oracle.)
+1 / (127 / max|x|) for 256-blocks (block_q8_K). Against Q4_1/Q5_1 weights (w = d q + m) the min
+term uses block_q8_1's stored sum, float16((max|x| / 127) * sum q), as llama.cpp and quickdraft do.
 """
 
 from __future__ import annotations
@@ -116,16 +116,25 @@ def _f16(x: np.ndarray) -> np.ndarray:
     return x.astype(np.float32).astype(np.float16).astype(np.float64)
 
 
-def _act_quant(x: np.ndarray, block: int) -> np.ndarray:
+# Types whose blocks carry a min m (w = d q + m), at byte offset 2 of the block: block size.
+MIN_BLOCK_BYTES = {"Q4_1": 20, "Q5_1": 24}
+
+
+def _act_quant(x: np.ndarray, block: int) -> tuple[np.ndarray, np.ndarray]:
+    """(x rounded to 8-bit blocks, per block: block_q8_1's rounded sum minus the exact d * sum q)."""
     b = x.reshape(-1, block).astype(np.float32)
     amax = np.abs(b).max(axis=1, keepdims=True)
     iscale = np.divide(np.float32(127), amax, out=np.zeros_like(amax), where=amax > 0)
     q = np.clip(np.rint(b * iscale), -127, 127)  # np.rint rounds half to even
     if block == 32:
-        d = (amax / np.float32(127)).astype(np.float16).astype(np.float32)
+        d_exact = amax / np.float32(127)
+        d = d_exact.astype(np.float16).astype(np.float32)
+        qsum = q.sum(axis=1, keepdims=True)
+        delta = (d_exact * qsum).astype(np.float16).astype(np.float64) - d.astype(np.float64) * qsum
     else:
         d = np.divide(np.float32(1), iscale, out=np.zeros_like(iscale), where=iscale > 0)
-    return (q * d).astype(np.float64).reshape(x.shape)
+        delta = np.zeros_like(amax, dtype=np.float64)
+    return (q * d).astype(np.float64).reshape(x.shape), delta.reshape(*x.shape[:-1], -1)
 
 
 def _gelu_tanh(x: np.ndarray) -> np.ndarray:
@@ -148,15 +157,23 @@ class NumpyTransformer:
         self.kv_dtype = kv_dtype
         self.w: dict[str, np.ndarray] = {}
         self.act_block = {t.name: ACT_BLOCK.get(t.tensor_type.name) if act_quant else None for t in reader.tensors}
+        self.mins: dict[str, np.ndarray] = {}  # [rows, cols / 32] for Q4_1 / Q5_1
         for t in reader.tensors:
             shape = tuple(int(d) for d in reversed(t.shape))  # numpy order: [rows, cols]
             self.w[t.name] = np.asarray(dequantize(t.data, t.tensor_type), dtype=np.float64).reshape(shape)
+            if act_quant and t.tensor_type.name in MIN_BLOCK_BYTES:
+                raw = np.ascontiguousarray(t.data).view(np.uint8).reshape(-1, MIN_BLOCK_BYTES[t.tensor_type.name])
+                self.mins[t.name] = raw[:, 2:4].copy().view(np.float16).astype(np.float64).reshape(shape[0], -1)
         self.n_vocab = self.w["token_embd.weight"].shape[0]
 
     def _mm(self, x: np.ndarray, name: str) -> np.ndarray:
         """x @ W.T, with x rounded to 8-bit blocks first when act_quant applies to W's type."""
         block = self.act_block[name]
-        return (x if block is None else _act_quant(x, block)) @ self.w[name].T
+        if block is None:
+            return x @ self.w[name].T
+        xq, delta = _act_quant(x, block)
+        y = xq @ self.w[name].T
+        return y + delta @ self.mins[name].T if name in self.mins else y
 
     def _attention(self, il: int, h: np.ndarray, pos: np.ndarray) -> np.ndarray:
         hp, w, p = self.hp, self.w, f"blk.{il}."

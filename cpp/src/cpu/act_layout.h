@@ -4,6 +4,9 @@
 //   Q8_0: qs[cols] int8 | d[cols/32] float | s[cols/32] float   (s = d * sum of the block's qs)
 //         | d8[cols/32 * 8] float (each d repeated 8 times: one 512-bit load covers two blocks)
 //         | d2[cols/32 * 2] float (each d repeated twice) | qsg[cols] int8 (qs, group order)
+//         | sm[cols/32] float (llama.cpp's block_q8_1 s: FP16-rounded (amax / 127) * sum, the
+//           min term of Q4_1 / Q5_1) | a4[cols/4] int32 (sum of each 4 consecutive qs: the
+//           integer offset of signed weights in the lane-of-4 kernels)
 //   Q8_K: qs[cols] int8 | d[cols/256] float | bsums[cols/16] int16 (sum of each 16 qs)
 //         | dsums[cols/16] float (d * bsums: lets kernels apply per-group offsets with one FMA)
 //         | qsg[cols] int8 (qs, group order) | qsg16[cols] int8 (qs, group-of-16 order)
@@ -38,6 +41,8 @@ struct ActQ8_0 {
   const float* d8;    // [cols / 32 * 8]
   const float* d2;    // [cols / 32 * 2]
   const int8_t* qsg;  // [cols], group order
+  const float* sm;    // [cols / 32]
+  const int32_t* a4;  // [cols / 4]
 };
 
 struct ActQ8_K {
@@ -58,8 +63,8 @@ static inline void act_regions(ActFormat f, int64_t cols, size_t out[8]) {
   const size_t c = (size_t)cols;
   for (int i = 0; i < 8; i++) out[i] = 0;
   if (f == ActFormat::q8_0) {
-    const size_t r[] = {c, c / 32 * 4, c / 32 * 4, c / 32 * 32, c / 32 * 8, c};
-    for (int i = 0; i < 6; i++) out[i] = r[i];
+    const size_t r[] = {c, c / 32 * 4, c / 32 * 4, c / 32 * 32, c / 32 * 8, c, c / 32 * 4, c};
+    for (int i = 0; i < 8; i++) out[i] = r[i];
   } else if (f == ActFormat::q8_K) {
     const size_t r[] = {c, c / 256 * 4, c / 16 * 2, c / 16 * 4, c, c, c / 32 * 4, c / 16 * 4};
     for (int i = 0; i < 8; i++) out[i] = r[i];
@@ -88,8 +93,9 @@ static inline size_t act_row_bytes(ActFormat f, int64_t cols) {
 static inline ActQ8_0 act_q8_0(const uint8_t* row, int64_t cols) {
   size_t o[8];
   act_offsets(ActFormat::q8_0, cols, o);
-  return {(const int8_t*)row,       (const float*)(row + o[1]), (const float*)(row + o[2]),
-          (const float*)(row + o[3]), (const float*)(row + o[4]), (const int8_t*)(row + o[5])};
+  return {(const int8_t*)row,         (const float*)(row + o[1]), (const float*)(row + o[2]),
+          (const float*)(row + o[3]),   (const float*)(row + o[4]), (const int8_t*)(row + o[5]),
+          (const float*)(row + o[6]),   (const int32_t*)(row + o[7])};
 }
 
 static inline ActQ8_K act_q8_K(const uint8_t* row, int64_t cols) {
@@ -108,6 +114,11 @@ static inline void act_fill_k_sums(const ActQ8_K& v, int64_t cols) {
   for (int64_t g = 0; g < cols / 16; g += 16) {
     for (int p = 0; p < 16; p++) osg16[g + p] = -32 * v.bsums[g + 4 * (p % 4) + p / 4];
   }
+}
+
+// a4 from qs: the sum of each 4 consecutive values.
+static inline void act_fill_lane4_sums(const int8_t* qs, int64_t cols, int32_t* a4) {
+  for (int64_t i = 0; i < cols / 4; i++) a4[i] = qs[4 * i] + qs[4 * i + 1] + qs[4 * i + 2] + qs[4 * i + 3];
 }
 
 // qsg from qs (see "group order" above).

@@ -37,9 +37,8 @@ inline float round_to_half(float v) { return fp16_to_f32(f32_to_fp16(v)); }
 
 // llama.cpp's block_q8_0 / block_q8_1 store d as FP16, and its dot products use the rounded d: so
 // do we. s = d * sum (exact in float: 11-bit d times a sum below 2^12) is what the kernels need for
-// the offsets of Q4_0/Q5_0/Q8_0/IQ4_NL as well as the mins of Q4_1/Q5_1; llama.cpp's Q8_1 rounds
-// its s = d_unrounded * sum to FP16 too, for Q4_1/Q5_1 only: not imitated (the one llama.cpp
-// rounding we skip; within the summation-order noise, see tests/test_forward_real.py).
+// the offsets of Q4_0/Q5_0/Q8_0/IQ4_NL; sm, for the mins of Q4_1/Q5_1, is block_q8_1's s exactly:
+// the unrounded d times the sum, rounded to FP16.
 void quantize_q8_0(const float* x, int64_t cols, uint8_t* dst) {
   const ActQ8_0 v = act_q8_0(dst, cols);
   int8_t* qs = const_cast<int8_t*>(v.qs);
@@ -47,6 +46,7 @@ void quantize_q8_0(const float* x, int64_t cols, uint8_t* dst) {
   float* s = const_cast<float*>(v.s);
   float* d8 = const_cast<float*>(v.d8);
   float* d2 = const_cast<float*>(v.d2);
+  float* sm = const_cast<float*>(v.sm);
   for (int64_t b = 0; b < cols / 32; b++) {
     float id;
     const float d_exact = quantize_block(x + b * 32, 32, qs + b * 32, &id);
@@ -54,10 +54,12 @@ void quantize_q8_0(const float* x, int64_t cols, uint8_t* dst) {
     for (int k = 0; k < 32; k++) sum += qs[b * 32 + k];
     d[b] = round_to_half(d_exact);
     s[b] = d[b] * (float)sum;
+    sm[b] = round_to_half(d_exact * (float)sum);
     for (int k = 0; k < 8; k++) d8[8 * b + k] = d[b];
     d2[2 * b] = d2[2 * b + 1] = d[b];
   }
   act_fill_group_order(qs, cols, const_cast<int8_t*>(v.qsg));
+  act_fill_lane4_sums(qs, cols, const_cast<int32_t*>(v.a4));
 }
 
 // llama.cpp's block_q8_K keeps d in float, as d = 1 / iscale (its iscale is -127 / (signed

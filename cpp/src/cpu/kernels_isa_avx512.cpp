@@ -5,6 +5,7 @@
 
 #include "cpu/x86_avx512.h"
 #include "cpu/x86_avx512_grouped.h"
+#include "cpu/x86_avx512_lane8.h"
 #include "cpu/x86_table.h"
 
 namespace qd::cpu {
@@ -23,6 +24,7 @@ const KernelTable& kernels_avx512() {
     KernelTable k = make_x86_table<Avx512Tag>(Isa::avx512);
     add_avx512_kernels<Avx512Tag>(k);
     add_avx512_grouped_kernels<Avx512Tag>(k);
+    add_avx512_lane8_kernels<Avx512Tag>(k);
     return k;
   }();
   return t;

@@ -42,7 +42,7 @@ float dot_q4_1(const uint8_t* w, const uint8_t* a, int64_t cols) {
     int isum = 0;
     for (int j = 0; j < 16; j++) isum += (x[b].qs[j] & 15) * q[j] + (x[b].qs[j] >> 4) * q[j + 16];
     // w = d * q + m, so sum w * x = d * dx * isum + m * (dx * sum qx) = ... + m * s
-    sum += h2f(x[b].d) * y.d[b] * (float)isum + h2f(x[b].m) * y.s[b];
+    sum += h2f(x[b].d) * y.d[b] * (float)isum + h2f(x[b].m) * y.sm[b];
   }
   return sum;
 }
@@ -80,7 +80,7 @@ float dot_q5_1(const uint8_t* w, const uint8_t* a, int64_t cols) {
     const uint32_t qh = load_u32(x[b].qh);
     int isum = 0;
     for (int j = 0; j < 32; j++) isum += q5_value(x[b].qs, qh, j) * y.qs[b * 32 + j];
-    sum += h2f(x[b].d) * y.d[b] * (float)isum + h2f(x[b].m) * y.s[b];
+    sum += h2f(x[b].d) * y.d[b] * (float)isum + h2f(x[b].m) * y.sm[b];
   }
   return sum;
 }

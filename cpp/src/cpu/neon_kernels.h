@@ -165,7 +165,7 @@ void q32_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_
         const int isum = vaddvq_s32(p);
         // the scalar reference's expression (kernels_isa_scalar.cpp), term for term
         if constexpr (W::kMin) {
-          sum[j] += dw * x[j].d[b] * (float)isum + mw * x[j].s[b];
+          sum[j] += dw * x[j].d[b] * (float)isum + mw * x[j].sm[b];
         } else {
           sum[j] += dw * x[j].d[b] * (float)isum;
         }

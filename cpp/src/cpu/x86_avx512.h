@@ -54,7 +54,7 @@ inline void q32x2_step(const typename W::block* blk, int64_t b, bool pair, const
     for (int j = 0; j < R; j++) {
       const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q, load_x(x[j].qs));
       acc[j] = _mm512_fmadd_ps(_mm512_mul_ps(dwv, load_d8(x[j].d8)), _mm512_cvtepi32_ps(p), acc[j]);
-      const __m128 s2 = pair ? _mm_castpd_ps(_mm_load_sd((const double*)(x[j].s + b))) : _mm_load_ss(x[j].s + b);
+      const __m128 s2 = pair ? _mm_castpd_ps(_mm_load_sd((const double*)(x[j].sm + b))) : _mm_load_ss(x[j].sm + b);
       accm[j] = _mm_fmadd_ps(mw, s2, accm[j]);
     }
   }

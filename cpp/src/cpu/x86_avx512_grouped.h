@@ -166,7 +166,7 @@ void q32g_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size
         group_dots<1>(q, x[j].qsg + 256 * g, _mm512_setzero_si512(), &sumi);
         const __m512 scale = _mm512_mul_ps(wd, _mm512_loadu_ps(x[j].d2 + 16 * g));
         acc[j] = _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(sumi), acc[j]);
-        acco[j] = _mm256_fmadd_ps(wc, _mm256_loadu_ps(x[j].s + 8 * g), acco[j]);
+        acco[j] = _mm256_fmadd_ps(wc, _mm256_loadu_ps((W::kHasM ? x[j].sm : x[j].s) + 8 * g), acco[j]);
       }
     }
     if (last) {  // blocks after the last whole group, then the row's outputs

@@ -147,7 +147,7 @@ inline void q32_block(const typename W::block& blk, int64_t b, const ActQ8_0* x,
       const __m256i xv = _mm256_loadu_si256((const __m256i*)(x[j].qs + 32 * b));
       const __m256i p = dot_u8s8<Tag::kVnni>(q, xv);
       acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(dw * x[j].d[b]), _mm256_cvtepi32_ps(p), acc[j]);
-      summ[j] += mw * x[j].s[b];
+      summ[j] += mw * x[j].sm[b];
     }
   }
 }

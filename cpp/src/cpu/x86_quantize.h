@@ -51,6 +51,7 @@ void x86_quantize_q8_0(const float* x, int64_t cols, uint8_t* dst) {
   const ActQ8_0 v = act_q8_0(dst, cols);
   int8_t* qs = const_cast<int8_t*>(v.qs);
   float *d = const_cast<float*>(v.d), *s = const_cast<float*>(v.s), *d8 = const_cast<float*>(v.d8);
+  float* sm = const_cast<float*>(v.sm);
   for (int64_t b = 0; b < cols / 32; b++) {
     const float amax = amax_of(x + 32 * b, 32);
     const float id = amax != 0.f ? 127.f / amax : 0.f;
@@ -60,10 +61,12 @@ void x86_quantize_q8_0(const float* x, int64_t cols, uint8_t* dst) {
     const float db = round_to_half(amax / 127.f);
     d[b] = db;
     s[b] = db * (float)sum;
+    sm[b] = round_to_half(amax / 127.f * (float)sum);
     _mm256_storeu_ps(d8 + 8 * b, _mm256_set1_ps(db));
     const_cast<float*>(v.d2)[2 * b] = const_cast<float*>(v.d2)[2 * b + 1] = db;
   }
   act_fill_group_order(qs, cols, const_cast<int8_t*>(v.qsg));
+  act_fill_lane4_sums(qs, cols, const_cast<int32_t*>(v.a4));
 }
 
 void x86_quantize_q8_K(const float* x, int64_t cols, uint8_t* dst) {

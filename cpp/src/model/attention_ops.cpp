@@ -1,6 +1,10 @@
 #include "model/attention_ops.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "common/cpu_features.h"
+#include "model/ops.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define QD_ATTENTION_AVX2 1
@@ -10,6 +14,8 @@
 namespace qd::model {
 
 namespace {
+
+constexpr int kLanes = 16;  // weighted_rows_add's partial sums: key index mod 16
 
 float reduce8(const float* acc) {
   return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
@@ -73,10 +79,19 @@ float exp_shift_sum_portable(float* x, int n, float shift) {
   return reduce8(acc);
 }
 
-void weighted_rows_add_portable(const float* w, const float* v, int rows, int n, float* out) {
+void softmax_portable(float* x, int n, int phase) {
+  (void)phase;
+  float mx = x[0];
+  for (int j = 1; j < n; j++) mx = std::max(mx, x[j]);
+  const float inv_sum = 1.0f / exp_shift_sum_portable(x, n, mx);
+  for (int j = 0; j < n; j++) x[j] *= inv_sum;
+}
+
+void weighted_rows_add_portable(const float* w, const float* v, int rows, int n, int lane0, float* partial) {
   for (int r = 0; r < rows; r++) {
     const float* vr = v + (size_t)r * n;
-    for (int d = 0; d < n; d++) out[d] += w[r] * vr[d];
+    float* o = partial + (size_t)((lane0 + r) % kLanes) * n;
+    for (int d = 0; d < n; d++) o[d] += w[r] * vr[d];
   }
 }
 
@@ -162,53 +177,54 @@ QD_AVX2 float exp_shift_sum_avx2(float* x, int n, float shift) {
   return reduce8(acc);
 }
 
-// 32 columns at a time in four registers: four independent FMA chains across the rows (one chain
-// would wait on each FMA's latency); each column adds its rows in order.
-QD_AVX2 void weighted_rows_add_avx2(const float* w, const float* v, int rows, int n, float* out) {
-  int d = 0;
-  for (; d + 32 <= n; d += 32) {
-    __m256 o[4];
-    for (int t = 0; t < 4; t++) o[t] = _mm256_loadu_ps(out + d + 8 * t);
-    for (int r = 0; r < rows; r++) {
-      const __m256 wr = _mm256_set1_ps(w[r]);
-      const float* vr = v + (size_t)r * n + d;
-      for (int t = 0; t < 4; t++) o[t] = _mm256_fmadd_ps(wr, _mm256_loadu_ps(vr + 8 * t), o[t]);
-    }
-    for (int t = 0; t < 4; t++) _mm256_storeu_ps(out + d + 8 * t, o[t]);
-  }
-  for (; d + 8 <= n; d += 8) {
-    __m256 o = _mm256_loadu_ps(out + d);
-    for (int r = 0; r < rows; r++) {
-      o = _mm256_fmadd_ps(_mm256_set1_ps(w[r]), _mm256_loadu_ps(v + (size_t)r * n + d), o);
-    }
-    _mm256_storeu_ps(out + d, o);
-  }
-  for (; d < n; d++) {
-    for (int r = 0; r < rows; r++) out[d] += w[r] * v[(size_t)r * n + d];
+QD_AVX2 void softmax_avx2(float* x, int n, int phase) {
+  (void)phase;
+  float mx = x[0];
+  for (int j = 1; j < n; j++) mx = std::max(mx, x[j]);
+  const float inv_sum = 1.0f / exp_shift_sum_avx2(x, n, mx);
+  for (int j = 0; j < n; j++) x[j] *= inv_sum;
+}
+
+// One row at a time into its lane's partial sums, 32 columns per step.
+QD_AVX2 void weighted_rows_add_avx2(const float* w, const float* v, int rows, int n, int lane0, float* partial) {
+  for (int r = 0; r < rows; r++) {
+    const __m256 wr = _mm256_set1_ps(w[r]);
+    const float* vr = v + (size_t)r * n;
+    float* o = partial + (size_t)((lane0 + r) % kLanes) * n;
+    int d = 0;
+    for (; d + 8 <= n; d += 8) _mm256_storeu_ps(o + d, _mm256_fmadd_ps(wr, _mm256_loadu_ps(vr + d), _mm256_loadu_ps(o + d)));
+    for (; d < n; d++) o[d] += w[r] * vr[d];
   }
 }
 
 // ---- AVX-512 (F, VL, BW, DQ) + FMA + F16C: 16 lanes ---------------------------------------
 
+// GCC 12's AVX-512 headers trip -Wmaybe-uninitialized on their own masked builtins.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #define QD_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma,f16c")))
 
 // 16 lanes -> 8 (the two 256-bit halves added).
 QD_AVX512 inline __m256 fold16(__m512 v) { return _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)); }
 
-// The lanes of four dots' accumulators to their four sums, one fixed tree for every dot (whatever
-// the other three hold): 16 -> 8 lanes, two rounds of adjacent pairs, then the two 128-bit halves.
-QD_AVX512 inline __m128 reduce4(__m512 v0, __m512 v1, __m512 v2, __m512 v3) {
-  const __m256 t01 = _mm256_hadd_ps(fold16(v0), fold16(v1)), t23 = _mm256_hadd_ps(fold16(v2), fold16(v3));
-  const __m256 u = _mm256_hadd_ps(t01, t23);
-  return _mm_add_ps(_mm256_castps256_ps128(u), _mm256_extractf128_ps(u, 1));
+// _mm512_reduce_add_ps's tree as GCC writes it (and ggml's tinyBLAS sums with): the 256-bit halves,
+// then the 128-bit halves, then lanes (0 + 2) + (1 + 3). Four sums at once.
+QD_AVX512 inline __m128 half4(__m512 v) {  // lanes 0 + 2 and 1 + 3 of the 4-lane stage
+  const __m256 t = fold16(v);
+  const __m128 u = _mm_add_ps(_mm256_extractf128_ps(t, 1), _mm256_castps256_ps128(t));
+  return _mm_add_ps(u, _mm_movehl_ps(u, u));
 }
 
-// Like scaled_dots_avx2 with 16 lanes (i % 16); a lone row is reduced as the first of four.
+QD_AVX512 inline __m128 reduce4(__m512 v0, __m512 v1, __m512 v2, __m512 v3) {
+  return _mm_hadd_ps(_mm_movelh_ps(half4(v0), half4(v1)), _mm_movelh_ps(half4(v2), half4(v3)));
+}
+
+// 16 lanes (i % 16), one FMA chain per key, the chains of four keys interleaved: llama.cpp's
+// tinyBLAS order for F16 K against F16-rounded q (whose products are exact in float).
 QD_AVX512 void scaled_dots_avx512(const float* q, const float* k, int rows, int n, float scale, float* out) {
   const int n16 = n / 16 * 16;
   auto tail = [&](float sum, const float* kr) {  // the elements past the last 16, then the scale
     for (int i = n16; i < n; i++) sum += q[i] * kr[i];
-    return scale * sum;
+    return sum * scale;
   };
   int r = 0;
   for (; r + 4 <= rows; r += 4) {
@@ -216,7 +232,7 @@ QD_AVX512 void scaled_dots_avx512(const float* q, const float* k, int rows, int 
     __m512 v[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
     for (int i = 0; i < n16; i += 16) {
       const __m512 qi = _mm512_loadu_ps(q + i);
-      for (int t = 0; t < 4; t++) v[t] = _mm512_fmadd_ps(qi, _mm512_loadu_ps(k0 + (size_t)t * n + i), v[t]);
+      for (int t = 0; t < 4; t++) v[t] = _mm512_fmadd_ps(_mm512_loadu_ps(k0 + (size_t)t * n + i), qi, v[t]);
     }
     const __m128 sums = reduce4(v[0], v[1], v[2], v[3]);
     if (n16 == n) {
@@ -230,44 +246,94 @@ QD_AVX512 void scaled_dots_avx512(const float* q, const float* k, int rows, int 
   for (; r < rows; r++) {
     const float* kr = k + (size_t)r * n;
     __m512 v = _mm512_setzero_ps();
-    for (int i = 0; i < n16; i += 16) v = _mm512_fmadd_ps(_mm512_loadu_ps(q + i), _mm512_loadu_ps(kr + i), v);
+    for (int i = 0; i < n16; i += 16) v = _mm512_fmadd_ps(_mm512_loadu_ps(kr + i), _mm512_loadu_ps(q + i), v);
     const __m512 z = _mm512_setzero_ps();
     out[r] = tail(_mm_cvtss_f32(reduce4(v, z, z, z)), kr);
   }
 }
 
-// C registers of 16 columns from d, across all rows in order.
-template <int C>
-QD_AVX512 inline void weighted_columns_avx512(const float* w, const float* v, int rows, int n, float* out) {
-  __m512 o[C];
-  for (int t = 0; t < C; t++) o[t] = _mm512_loadu_ps(out + 16 * t);
+// ggml's ggml_v_expf for AVX-512 (F + DQ), operation for operation (an ARM optimized-routines
+// polynomial; flushes to 0 below about -104, to infinity above 88.4).
+QD_AVX512 inline __m512 ggml_expf512(__m512 x) {
+  const __m512 r = _mm512_set1_ps(0x1.8p23f);
+  const __m512 z = _mm512_fmadd_ps(x, _mm512_set1_ps(0x1.715476p+0f), r);
+  const __m512 n = _mm512_sub_ps(z, r);
+  const __m512 b = _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.7f7d1cp-20f), _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.62e4p-1f), x));
+  const __mmask16 d = _mm512_cmp_ps_mask(_mm512_abs_ps(n), _mm512_set1_ps(192), _CMP_GT_OQ);
+  const __m512 u = _mm512_mul_ps(b, b);
+  const __m512 j = _mm512_fmadd_ps(
+      _mm512_fmadd_ps(_mm512_fmadd_ps(_mm512_set1_ps(0x1.0e4020p-7f), b, _mm512_set1_ps(0x1.573e2ep-5f)), u,
+                      _mm512_fmadd_ps(_mm512_set1_ps(0x1.555e66p-3f), b, _mm512_set1_ps(0x1.fffdb6p-2f))),
+      u, _mm512_fmadd_ps(_mm512_set1_ps(0x1.ffffecp-1f), b, _mm512_set1_ps(1.0f)));
+  const __m512 res = _mm512_scalef_ps(j, n);
+  if (_mm512_kortestz(d, d)) return res;
+  const __m512 alt = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(n, _mm512_setzero_ps(), _CMP_LE_OQ),
+                                          _mm512_set1_ps(INFINITY), _mm512_setzero_ps());
+  return _mm512_mask_blend_ps(d, res, alt);
+}
+
+// ggml_compute_forward_soft_max_f32 on this ISA: exp(x - max) by 16-lane chunks aligned to key
+// index 0 (x[0] sits in lane `phase`; lanes of keys a query does not see hold exact zeros, as
+// llama.cpp's mask makes them), each chunk's sum in the reduce tree added into a double, then
+// every value times (float)(1 / sum).
+QD_AVX512 void softmax_avx512(float* x, int n, int phase) {
+  float mx = x[0];
+  for (int j = 1; j < n; j++) mx = std::max(mx, x[j]);
+  const __m512 vmax = _mm512_set1_ps(mx);
+  double sum = 0.0;
+  // chunk c covers x[c - phase .. c - phase + 16), lanes outside [0, n) masked
+  for (int c = 0; c < n + phase; c += 16) {
+    const int lo = c - phase;
+    const uint32_t first = lo < 0 ? (uint32_t)-lo : 0u, last = (uint32_t)std::min(16, n - lo);
+    const __mmask16 k = (__mmask16)(((1u << last) - 1u) & ~((1u << first) - 1u));
+    const float* src = x + lo;  // lanes outside k are neither read nor written
+    const __m512 e = _mm512_maskz_mov_ps(k, ggml_expf512(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, src), vmax)));
+    _mm512_mask_storeu_ps(x + lo, k, e);
+    const __m128 w = half4(e);
+    sum += (double)(_mm_cvtss_f32(w) + _mm_cvtss_f32(_mm_movehdup_ps(w)));
+  }
+  const __m512 inv = _mm512_set1_ps((float)(1.0 / sum));
+  int j = 0;
+  for (; j + 16 <= n; j += 16) _mm512_storeu_ps(x + j, _mm512_mul_ps(_mm512_loadu_ps(x + j), inv));
+  const __mmask16 k = (__mmask16)((1u << (n - j)) - 1u);
+  _mm512_mask_storeu_ps(x + j, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, x + j), inv));
+}
+
+// One row at a time into its lane's partial sums, 64 columns per step.
+QD_AVX512 void weighted_rows_add_avx512(const float* w, const float* v, int rows, int n, int lane0, float* partial) {
   for (int r = 0; r < rows; r++) {
     const __m512 wr = _mm512_set1_ps(w[r]);
     const float* vr = v + (size_t)r * n;
-    for (int t = 0; t < C; t++) o[t] = _mm512_fmadd_ps(wr, _mm512_loadu_ps(vr + 16 * t), o[t]);
+    float* o = partial + (size_t)((lane0 + r) % kLanes) * n;
+    int d = 0;
+    for (; d + 16 <= n; d += 16) _mm512_storeu_ps(o + d, _mm512_fmadd_ps(wr, _mm512_loadu_ps(vr + d), _mm512_loadu_ps(o + d)));
+    for (; d < n; d++) o[d] += w[r] * vr[d];
   }
-  for (int t = 0; t < C; t++) _mm512_storeu_ps(out + 16 * t, o[t]);
 }
 
-QD_AVX512 void weighted_rows_add_avx512(const float* w, const float* v, int rows, int n, float* out) {
-  int d = 0;
-  for (; d + 128 <= n; d += 128) weighted_columns_avx512<8>(w, v + d, rows, n, out + d);
-  if (d + 64 <= n) {
-    weighted_columns_avx512<4>(w, v + d, rows, n, out + d);
-    d += 64;
+// ggml's swiglu on this ISA: silu by ggml_v_silu on 16 values at a time, the tail by expf.
+QD_AVX512 void silu_mul_avx512(float* gate, const float* up, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 x = _mm512_loadu_ps(gate + i);
+    const __m512 e = ggml_expf512(_mm512_sub_ps(_mm512_setzero_ps(), x));
+    const __m512 s = _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), e));
+    _mm512_storeu_ps(gate + i, _mm512_mul_ps(s, _mm512_loadu_ps(up + i)));
   }
-  for (; d + 16 <= n; d += 16) weighted_columns_avx512<1>(w, v + d, rows, n, out + d);
-  for (; d < n; d++) {
-    for (int r = 0; r < rows; r++) out[d] += w[r] * v[(size_t)r * n + d];
-  }
+  for (; i < n; i++) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
 }
 #endif
+
+void silu_mul_portable(float* gate, const float* up, int64_t n) {
+  for (int64_t i = 0; i < n; i++) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+}
 
 struct Table {
   void (*half_to_float_rows)(const uint16_t*, size_t, float*, int, int) = half_to_float_rows_portable;
   void (*scaled_dots)(const float*, const float*, int, int, float, float*) = scaled_dots_portable;
-  float (*exp_shift_sum)(float*, int, float) = exp_shift_sum_portable;
-  void (*weighted_rows_add)(const float*, const float*, int, int, float*) = weighted_rows_add_portable;
+  void (*softmax)(float*, int, int) = softmax_portable;
+  void (*weighted_rows_add)(const float*, const float*, int, int, int, float*) = weighted_rows_add_portable;
+  void (*silu_mul)(float*, const float*, int64_t) = silu_mul_portable;
 };
 
 // Chosen once from the active ISA (the CPU's best, or QD_FORCE_ISA): AVX-512, AVX2/FMA/F16C, portable.
@@ -280,12 +346,14 @@ const Table& table() {
     if (f.avx2 && f.fma && f.f16c && isa != Isa::scalar) {
       r.half_to_float_rows = half_to_float_rows_avx2;
       r.scaled_dots = scaled_dots_avx2;
-      r.exp_shift_sum = exp_shift_sum_avx2;
+      r.softmax = softmax_avx2;
       r.weighted_rows_add = weighted_rows_add_avx2;
     }
     if (isa == Isa::avx512) {  // the F16 conversion keeps AVX2's: it waits on memory, not on width
       r.scaled_dots = scaled_dots_avx512;
+      r.softmax = softmax_avx512;
       r.weighted_rows_add = weighted_rows_add_avx512;
+      r.silu_mul = silu_mul_avx512;
     }
 #endif
     return r;
@@ -303,10 +371,23 @@ void scaled_dots(const float* q, const float* k, int rows, int n, float scale, f
   table().scaled_dots(q, k, rows, n, scale, out);
 }
 
-float exp_shift_sum(float* x, int n, float shift) { return table().exp_shift_sum(x, n, shift); }
+void softmax(float* x, int n, int phase) { table().softmax(x, n, phase); }
 
-void weighted_rows_add(const float* w, const float* v, int rows, int n, float* out) {
-  table().weighted_rows_add(w, v, rows, n, out);
+void weighted_rows_add(const float* w, const float* v, int rows, int n, int lane0, float* partial) {
+  table().weighted_rows_add(w, v, rows, n, lane0, partial);
 }
+
+void reduce_lanes(const float* partial, int n, float* out) {
+  const float* p[kLanes];
+  for (int l = 0; l < kLanes; l++) p[l] = partial + (size_t)l * n;
+  for (int d = 0; d < n; d++) {
+    float t[8], u[4];
+    for (int i = 0; i < 8; i++) t[i] = p[i + 8][d] + p[i][d];
+    for (int i = 0; i < 4; i++) u[i] = t[i + 4] + t[i];
+    out[d] = (u[0] + u[2]) + (u[1] + u[3]);
+  }
+}
+
+void silu_mul(float* gate, const float* up, int64_t n) { table().silu_mul(gate, up, n); }
 
 }  // namespace qd::model

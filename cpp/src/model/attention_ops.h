@@ -39,11 +39,17 @@ void half_to_float_rows(const uint16_t* src, size_t src_stride, float* dst, int 
 // partial sums (lane i % 8 or i % 16) reduced in a fixed order.
 void scaled_dots(const float* q, const float* k, int rows, int n, float scale, float* out);
 
-// x[i] = exp(x[i] - shift) for i < n (shift >= every x[i]); returns their sum, taken in eight
-// lanes (i % 8) reduced in a fixed order.
-float exp_shift_sum(float* x, int n, float shift);
+// x[0..n) -> softmax(x): exp(x - max) / sum. phase = the lane (key index mod 16) of x[0]: the
+// AVX-512 version sums in llama.cpp's 16-lane chunks, aligned to key 0.
+void softmax(float* x, int n, int phase);
 
-// out[d] += w[r] * v[r][d] for r = 0, 1, ... rows-1 in that order; v rows are n floats apart.
-void weighted_rows_add(const float* w, const float* v, int rows, int n, float* out);
+// partial[(lane0 + r) % 16][d] += w[r] * v[r][d] for r = 0, 1, ... rows-1 in that order; v rows
+// are n floats apart. Key j's weighted value goes to the partial sums of lane j mod 16 (lane0 =
+// the first row's key index mod 16): llama.cpp's KQV matmul order. w and v hold halves, so each
+// product is exact and every ISA gives the same bits.
+void weighted_rows_add(const float* w, const float* v, int rows, int n, int lane0, float* partial);
+
+// out[d] = the 16 partial sums partial[0..16)[d] in _mm512_reduce_add_ps's tree.
+void reduce_lanes(const float* partial, int n, float* out);
 
 }  // namespace qd::model

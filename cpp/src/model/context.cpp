@@ -54,6 +54,7 @@ struct Context::Impl {
   std::vector<uint8_t> skip;    // [n_layer]: 1 when the layer is skipped
   RopeFreqs freq_global, freq_swa;
   bool any_swa = false;
+  Context::TraceFn trace;
 
   // Draft head (set_head_subset): ids [0, head_top) plus head_ids, whose rows of the output
   // matrix are copied into head_rows. head_top == 0: the full layer.
@@ -121,6 +122,8 @@ struct Context::Impl {
     s.x = x.data(), s.xn = xn.data(), s.tmp = tmp.data();
     s.q = q.data(), s.k = k.data(), s.v = v.data(), s.att = att.data();
     s.gate = gate.data(), s.up = up.data();
+    if (trace) s.trace = &trace;
+    s.note("embd", -1, s.x, hp.n_embd);
     rope_rows(freq_global, pos0, n, cos_g.data(), sin_g.data());
     s.rope_global = {cos_g.data(), sin_g.data()};
     if (any_swa) {
@@ -139,6 +142,7 @@ struct Context::Impl {
     const model::Weights& w = m.weights();
     const size_t E = hp.n_embd;
     model::rmsnorm(x.data() + r0 * E, w.output_norm, rows, hp.n_embd, hp.rms_eps, xn.data());
+    if (trace) trace("result_norm", -1, xn.data(), rows, hp.n_embd);
     if (head_top > 0) return output_subset(rows, logits);
     cpu::matmul(w.output, xn.data(), rows, logits, pool);
     if (hp.logit_softcap > 0.0f) model::softcap(logits, hp.logit_softcap, (int64_t)rows * hp.n_vocab);
@@ -262,6 +266,8 @@ void Context::set_head_subset(int n_top, const std::vector<int32_t>& always) {
   d.head_seen.assign((size_t)V, 0);
   d.head_add(always.data(), (int)always.size());
 }
+
+void Context::set_trace(TraceFn fn) { impl_->trace = std::move(fn); }
 
 int Context::head_subset() const { return impl_->head_top; }
 

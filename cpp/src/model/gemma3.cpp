@@ -33,7 +33,7 @@ class Gemma3Model : public TransformerModel {
     rmsnorm(s.tmp, L.post_attn_norm, n, E, hp_.rms_eps, s.tmp);
     add(s.x, s.tmp, count);
     rmsnorm(s.x, L.ffn_norm, n, E, hp_.rms_eps, s.xn);
-    ffn_block(s, L, Act::GeluTanh);
+    ffn_block(s, L, il, Act::GeluTanh);
     rmsnorm(s.tmp, L.post_ffw_norm, n, E, hp_.rms_eps, s.tmp);
     add(s.x, s.tmp, count);
   }

@@ -10,6 +10,7 @@
 //   ctx.truncate(ctx.n_past() - 3);                       // drop the last 3 positions of KV
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -96,6 +97,11 @@ class Context {
   // layers has its own KV cache, so it can draft for a full context over the same Model.
   void set_skip_layers(std::vector<int> layers);
   const std::vector<int>& skip_layers() const { return skip_layers_; }
+
+  // Debugging: called with each intermediate of the forward pass (name as llama.cpp's graph
+  // names it, layer or -1, [rows][cols] floats) while set; an empty function turns it off.
+  using TraceFn = std::function<void(const char* name, int il, const float* x, int rows, int cols)>;
+  void set_trace(TraceFn fn);
 
  private:
   struct Impl;

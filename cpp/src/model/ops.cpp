@@ -73,12 +73,6 @@ void softcap(float* x, float cap, int64_t n) {
   for (int64_t i = 0; i < n; i++) x[i] = cap * std::tanh(x[i] * inv);
 }
 
-void silu_mul(float* gate, const float* up, int64_t n) {
-  for (int64_t i = 0; i < n; i++) {
-    const float g = gate[i];
-    gate[i] = g / (1.0f + std::exp(-g)) * up[i];
-  }
-}
 
 void gelu_tanh_mul(float* gate, const float* up, int64_t n) {
   const uint16_t* table = gelu_table();
@@ -112,8 +106,10 @@ void rope(float* x, int n_rows, int n_heads, int head_dim, int n_rot, bool neox,
         float* a = xh + i * step;
         float* b = a + stride;
         const float x0 = *a, x1 = *b;
-        *a = x0 * c[i] - x1 * s[i];
-        *b = x0 * s[i] + x1 * c[i];
+        // ggml's rotate_pairs as GCC contracts it (-march=native): one product rounded, the
+        // other fused.
+        *a = std::fma(x0, c[i], -(x1 * s[i]));
+        *b = std::fma(x0, s[i], x1 * c[i]);
       }
     }
   }

@@ -65,6 +65,11 @@ struct Step {
   float* gate = nullptr;  // [n][n_ff]
   float* up = nullptr;    // [n][n_ff]
   RopeRows rope_global, rope_swa;
+  const Context::TraceFn* trace = nullptr;  // Context::set_trace, or null
+
+  void note(const char* name, int il, const float* data, int cols) const {
+    if (trace) (*trace)(name, il, data, n, cols);
+  }
 
   void matmul(const cpu::Matrix& w, const float* in, float* out) const { cpu::matmul(w, in, n, out, pool); }
 };
@@ -89,7 +94,7 @@ class TransformerModel : public Model {
 void attention_block(Step& s, const LayerWeights& L, int il);
 // Gated feed-forward from s.xn into s.tmp: down(act(gate(x)) * up(x)); act is SiLU or GELU(tanh).
 enum class Act { SiLU, GeluTanh };
-void ffn_block(Step& s, const LayerWeights& L, Act act);
+void ffn_block(Step& s, const LayerWeights& L, int il, Act act);
 // The plain pre-norm block: x += attn(rmsnorm(x)); x += ffn(rmsnorm(x)).
 void prenorm_layer(Step& s, const LayerWeights& L, int il, Act act);
 

@@ -1,0 +1,89 @@
+// AVX-512 VNNI kernels for Q4_1, Q5_1, Q5_0 and Q8_0 in llama.cpp's own order on x86, so that
+// the logits of a model made of these types match its prompt path bit for bit
+// (ggml_vec_dot_q4_1_q8_1 / _q5_1_q8_1, and tinyBLAS_Q0_AVX for Q5_0 / Q8_0):
+//
+//   per block b: 8 int32 lanes, lane l the exact dot of weights 4l..4l+3 with the activations;
+//                acc[l] = fma(d_w * d_x, float(lane l), acc[l])        (one 8-lane chain)
+//   result:      the hsum tree of hsum_float_8 (x86_common.h hsum), plus for Q4_1 / Q5_1 the
+//                min term m * sm summed block by block in a scalar chain.
+//
+// Two weight rows share a 512-bit vector (row r in the low 256 bits, r + 1 in the high), each
+// activation block broadcast to both halves. Signed weights go in as unsigned u = w - kOffset,
+// their offset entering exactly as the integer start kOffset * a4 of each lane (a4: the
+// activations' sums of 4). Every (row, column) sees the same operations whatever the tile
+// height R and the row pairing (batch invariance). Include only from kernels_isa_avx512.cpp.
+#pragma once
+#include "cpu/x86_avx512.h"
+
+namespace qd::cpu {
+namespace {
+
+template <class W, int R>
+void lane8_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
+  using Block = typename W::block;
+  const int64_t nb = w.cols / 32;
+  ActQ8_0 x[R];
+  for (int j = 0; j < R; j++) x[j] = act_q8_0(act + (size_t)j * stride, w.cols);
+  const __m512i offset = _mm512_set1_epi32((int)W::kOffset);
+  for (int64_t r = r0; r < r1; r += 2) {
+    const bool two = r + 1 < r1;
+    const Block* w0 = (const Block*)(w.data + (size_t)r * w.row_bytes);
+    const Block* w1 = two ? (const Block*)(w.data + (size_t)(r + 1) * w.row_bytes) : w0;
+    const uint8_t* ahead = prefetch_row<R, 2>(w, r);
+    __m512 acc[R];
+    __m128 summ[R];  // lanes 0, 1: the min terms of rows r, r + 1
+    for (int j = 0; j < R; j++) {
+      acc[j] = _mm512_setzero_ps();
+      summ[j] = _mm_setzero_ps();
+    }
+    for (int64_t b = 0; b < nb; b++) {
+      if (ahead && (b & 1) == 0) {
+        _mm_prefetch((const char*)(ahead + b * sizeof(Block)), _MM_HINT_T0);
+        _mm_prefetch((const char*)(ahead + w.row_bytes + b * sizeof(Block)), _MM_HINT_T0);
+      }
+      const __m512i u = join256(W::unpack_u(w0[b]), W::unpack_u(w1[b]));
+      const __m512 dw = _mm512_insertf32x8(_mm512_set1_ps(h2f(w0[b].d)), _mm256_set1_ps(h2f(w1[b].d)), 1);
+      [[maybe_unused]] __m128 mw;
+      if constexpr (W::kHasM) mw = _mm_setr_ps(W::m(w0[b]), W::m(w1[b]), 0.f, 0.f);
+      for (int j = 0; j < R; j++) {
+        const __m512i xv = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i*)(x[j].qs + 32 * b)));
+        __m512i start = _mm512_setzero_si512();
+        if constexpr (W::kOffset != 0.f) {
+          const __m512i a4 = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i*)(x[j].a4 + 8 * b)));
+          start = _mm512_mullo_epi32(a4, offset);
+        }
+        const __m512i p = _mm512_dpbusd_epi32(start, u, xv);
+        acc[j] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(x[j].d[b])), _mm512_cvtepi32_ps(p), acc[j]);
+        if constexpr (W::kHasM) summ[j] = _mm_fmadd_ps(mw, _mm_set1_ps(x[j].sm[b]), summ[j]);
+      }
+    }
+    for (int j = 0; j < R; j++) {
+      float m2[4];
+      _mm_storeu_ps(m2, summ[j]);
+      y[j * ldy + r] = hsum(_mm512_castps512_ps256(acc[j])) + m2[0];
+      if (two) y[j * ldy + r + 1] = hsum(_mm512_extractf32x8_ps(acc[j], 1)) + m2[1];
+    }
+  }
+}
+
+template <class Tag, class W>
+void lane8_gemm(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t stride, int64_t n, float* y,
+                int64_t ldy) {
+  for_each_tile<Tag>(n, [&](auto rc, int64_t i0) {
+    lane8_tile<W, decltype(rc)::value>(w, r0, r1, act + (size_t)i0 * stride, stride, y + i0 * ldy, ldy);
+  });
+}
+
+// After add_avx512_grouped_kernels: these types take llama.cpp's order instead.
+template <class Tag>
+void add_avx512_lane8_kernels(KernelTable& t) {
+  using quant::Type;
+  auto set = [&](Type type, GemmRowsFn fn) { t.gemm[(uint32_t)type] = {fn, ActFormat::q8_0}; };
+  set(Type::Q4_1, lane8_gemm<Tag, WQ4_1>);
+  set(Type::Q5_1, lane8_gemm<Tag, WQ5_1>);
+  set(Type::Q5_0, lane8_gemm<Tag, WQ5_0>);
+  set(Type::Q8_0, lane8_gemm<Tag, WQ8_0>);
+}
+
+}  // namespace
+}  // namespace qd::cpu
