@@ -5,6 +5,7 @@
 
 #include "cpu/x86_avx512.h"
 #include "cpu/x86_avx512_grouped.h"
+#include "cpu/x86_avx512_krows.h"
 #include "cpu/x86_avx512_lane8.h"
 #include "cpu/x86_table.h"
 
@@ -25,6 +26,7 @@ const KernelTable& kernels_avx512() {
     add_avx512_kernels<Avx512Tag>(k);
     add_avx512_grouped_kernels<Avx512Tag>(k);
     add_avx512_lane8_kernels<Avx512Tag>(k);
+    add_avx512_krows_kernels<Avx512Tag>(k);
     return k;
   }();
   return t;
