@@ -43,38 +43,73 @@ inline void chunk_transpose(const __m512i w[4], __m512i out[4]) {
   out[3] = _mm512_shuffle_i32x4(c, d, _MM_SHUFFLE(3, 1, 3, 1));
 }
 
-// One super-block of 16 weight rows, unpacked once for every activation row of the tile.
-struct KRowsUnpacked {
-  __m512i q[kRowLanes][4];  // weights, group order (Q4_K) or group-of-16 order (Q6_K)
-  __m512i sc[kRowLanes];    // per lane: the integer scale of the lane's sub-block / group
-  __m512i mn[kRowLanes];    // Q4_K: lane 2s the min of sub-block s, odd lanes 0
-  __m512 d, dmin;           // lanes = rows
+// One super-block of four weight rows, unpacked into registers for every activation row.
+struct KQuad {
+  __m512i q[4][4];  // weights, group order (Q4_K) or group-of-16 order (Q6_K)
+  __m512i sc[4];    // per lane: the integer scale of the lane's sub-block / group
+  __m512i mn;       // Q4_K: 128-bit chunk t holds row t's 8 mins as int16
 };
+
+// Q4_K's 12 packed bytes of 6-bit scales and mins -> bytes sc0..7, m0..7, for the four rows whose
+// scale fields are the 128-bit chunks of v (each chunk's last 4 bytes ignored): ggml's
+// get_scale_min_k4 unpacking, on 32-bit words w0, w1, w2 of each chunk.
+inline __m512i q4k_scales_mins_x4(__m512i v) {
+  const __m512i k3 = _mm512_set1_epi32(0x03030303);
+  const __m512i p = _mm512_shuffle_epi32(v, (_MM_PERM_ENUM)_MM_SHUFFLE(2, 1, 2, 0));  // w0, w2, w1, w2
+  const __m512i q = _mm512_shuffle_epi32(v, (_MM_PERM_ENUM)_MM_SHUFFLE(1, 1, 0, 0));  // w0, w0, w1, w1
+  // out0 = w0 & k1, out2 = w1 & k1, out1 = (w2 & k2) | ((w0 >> 6) & k3) << 4,
+  // out3 = ((w2 >> 4) & k2) | ((w1 >> 6) & k3) << 4
+  const __m512i lo_mask = _mm512_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f,
+                                            0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f,
+                                            0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f);
+  const __m512i shift = _mm512_setr_epi32(0, 0, 0, 4, 0, 0, 0, 4, 0, 0, 0, 4, 0, 0, 0, 4);
+  const __m512i lo = _mm512_and_si512(_mm512_srlv_epi32(p, shift), lo_mask);
+  const __m512i hi = _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(q, 6), k3), 4);
+  return _mm512_mask_or_epi32(lo, 0xAAAA, lo, hi);
+}
+
+// Row t's scales as int32 lanes in group order (lanes 2s, 2s + 1: scale s), from the bytes of
+// q4k_scales_mins_x4: row t's chunk in all four chunks, then in chunk c byte 2c + i / 2 to lane i.
+template <int T>
+inline __m512i q4k_lane_scales(__m512i sm) {
+  const char z = (char)0x80;  // pshufb: a zero byte
+  const __m512i idx = _mm512_set_epi8(z, z, z, 7, z, z, z, 7, z, z, z, 6, z, z, z, 6, z, z, z, 5, z, z, z, 5,
+                                      z, z, z, 4, z, z, z, 4, z, z, z, 3, z, z, z, 3, z, z, z, 2, z, z, z, 2,
+                                      z, z, z, 1, z, z, z, 1, z, z, z, 0, z, z, z, 0);
+  return _mm512_shuffle_epi8(_mm512_shuffle_i32x4(sm, sm, T * 0x55), idx);
+}
 
 struct KRowsQ4K {
   using Block = quant::block_q4_K;
   static constexpr bool kMins = true;
-  static void unpack(const Block& blk, int i, KRowsUnpacked& u, uint16_t* d, uint16_t* dmin) {
-    const __m128i sm = q4k_scales_mins_v(blk.scales);  // bytes: scales 0..7, mins 0..7
-    q4k_group_order(blk.qs, u.q[i]);
-    u.sc[i] = _mm512_cvtepu8_epi32(_mm_shuffle_epi8(sm, _mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7)));
-    const char z = (char)0x80;  // pshufb: a zero byte
-    u.mn[i] = _mm512_cvtepu8_epi32(_mm_shuffle_epi8(sm, _mm_setr_epi8(8, z, 9, z, 10, z, 11, z, 12, z, 13, z, 14, z, 15, z)));
-    d[i] = blk.d;
-    dmin[i] = blk.dmin;
+  static void unpack4(const Block* const* blk, KQuad& u) {
+    __m512i raw = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i*)blk[0]->scales));
+    raw = _mm512_inserti32x4(raw, _mm_loadu_si128((const __m128i*)blk[1]->scales), 1);
+    raw = _mm512_inserti32x4(raw, _mm_loadu_si128((const __m128i*)blk[2]->scales), 2);
+    raw = _mm512_inserti32x4(raw, _mm_loadu_si128((const __m128i*)blk[3]->scales), 3);
+    const __m512i sm = q4k_scales_mins_x4(raw);
+    for (int t = 0; t < 4; t++) q4k_group_order(blk[t]->qs, u.q[t]);
+    u.sc[0] = q4k_lane_scales<0>(sm);
+    u.sc[1] = q4k_lane_scales<1>(sm);
+    u.sc[2] = q4k_lane_scales<2>(sm);
+    u.sc[3] = q4k_lane_scales<3>(sm);
+    // mins (bytes 8..15 of each chunk) as int16, in place
+    const char z = (char)0x80;
+    u.mn = _mm512_shuffle_epi8(sm, _mm512_broadcast_i32x4(_mm_setr_epi8(8, z, 9, z, 10, z, 11, z, 12, z, 13, z, 14, z, 15, z)));
   }
 };
 
 struct KRowsQ6K {
   using Block = quant::block_q6_K;
   static constexpr bool kMins = false;
-  static void unpack(const Block& blk, int i, KRowsUnpacked& u, uint16_t* d, uint16_t*) {
-    __m512i z[4];
-    q6k_plain(blk, z);
-    to_group16_order(z, u.q[i]);
+  static void unpack4(const Block* const* blk, KQuad& u) {
     const __m128i sigma = _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-    u.sc[i] = _mm512_cvtepi8_epi32(_mm_shuffle_epi8(_mm_loadu_si128((const __m128i*)blk.scales), sigma));
-    d[i] = blk.d;
+    for (int t = 0; t < 4; t++) {
+      __m512i z[4];
+      q6k_plain(*blk[t], z);
+      to_group16_order(z, u.q[t]);
+      u.sc[t] = _mm512_cvtepi8_epi32(_mm_shuffle_epi8(_mm_loadu_si128((const __m128i*)blk[t]->scales), sigma));
+    }
   }
 };
 
@@ -84,60 +119,89 @@ void krows_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, siz
   const int64_t nb = w.cols / 256;
   ActQ8_K x[R];
   for (int j = 0; j < R; j++) x[j] = act_q8_K(act + (size_t)j * stride, w.cols);
-  alignas(64) static thread_local KRowsUnpacked u;
   for (int64_t rb = r0; rb < r1; rb += kRowLanes) {
     const int nr = (int)(r1 - rb < kRowLanes ? r1 - rb : kRowLanes);
     const Block* rows[kRowLanes];
     for (int i = 0; i < kRowLanes; i++) {  // past the end: the last row again (not stored)
       rows[i] = (const Block*)(w.data + (size_t)(rb + (i < nr ? i : nr - 1)) * w.row_bytes);
     }
+    // The 16 rows are one contiguous stretch, read 16 ways at once, which the hardware prefetcher
+    // does not follow. Each row's super-block kAhead ahead is prefetched into L1, and the next
+    // block's stretch a slice per super-block: into L1 when it fits there (short rows), else L2.
+    constexpr int64_t kAhead = 8;
+    const uint8_t* here = w.data + (size_t)rb * w.row_bytes;
+    const size_t span = (size_t)kRowLanes * w.row_bytes, slice = (span + nb - 1) / nb;
+    const uint8_t* next = rb + kRowLanes < r1 ? here + span : nullptr;
+    const bool next_to_l1 = span <= (24 << 10);
+    if (rb == r0 || !next_to_l1) {
+      for (int i = 0; i < nr; i++) prefetch_range((const uint8_t*)rows[i], kAhead * sizeof(Block));
+    }
     __m512 acc[R], accm[R];
     for (int j = 0; j < R; j++) acc[j] = accm[j] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
+      if (next) {
+        const uint8_t* p = next + b * slice;
+        if (next_to_l1) {
+          for (size_t o = 0; o < slice; o += 64) _mm_prefetch((const char*)(p + o), _MM_HINT_T0);
+        } else {
+          for (size_t o = 0; o < slice; o += 64) _mm_prefetch((const char*)(p + o), _MM_HINT_T1);
+        }
+      }
+      if (!next_to_l1 && b + kAhead < nb) {
+        for (int i = 0; i < nr; i++) prefetch_range((const uint8_t*)(rows[i] + b + kAhead), sizeof(Block));
+      }
       alignas(32) uint16_t d16[kRowLanes], dmin16[kRowLanes];
       for (int i = 0; i < kRowLanes; i++) {
-        if (b + 2 < nb) prefetch_range((const uint8_t*)(rows[i] + b + 2), sizeof(Block));
-        K::unpack(rows[i][b], i, u, d16, dmin16);
+        d16[i] = rows[i][b].d;
+        if constexpr (K::kMins) dmin16[i] = rows[i][b].dmin;
       }
-      u.d = _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)d16));
-      if constexpr (K::kMins) u.dmin = _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)dmin16));
-      for (int j = 0; j < R; j++) {
-        __m512i xv[4];
-        const int8_t* xg = (K::kMins ? x[j].qsg : x[j].qsg16) + 256 * b;
-        for (int v = 0; v < 4; v++) xv[v] = _mm512_loadu_si512((const void*)(xg + 64 * v));
-        const __m512i start = K::kMins ? _mm512_setzero_si512() : _mm512_loadu_si512((const void*)(x[j].osg16 + 16 * b));
-        [[maybe_unused]] __m512i bs32;
-        if constexpr (K::kMins) {  // lane 2s: the activations' sum over sub-block s; odd lanes 0
-          const __m512i bs = _mm512_cvtepi16_epi32(_mm256_loadu_si256((const __m256i*)(x[j].bsums + 16 * b)));
-          bs32 = _mm512_maskz_add_epi32(0x5555, bs, _mm512_srli_epi64(bs, 32));
+      __m128i bs[R];  // Q4_K: the activations' sums over the 8 sub-blocks, int16
+      if constexpr (K::kMins) {
+        for (int j = 0; j < R; j++) {
+          const __m256i b16 = _mm256_loadu_si256((const __m256i*)(x[j].bsums + 16 * b));
+          const __m256i b32 = _mm256_madd_epi16(b16, _mm256_set1_epi16(1));
+          bs[j] = _mm_packs_epi32(_mm256_castsi256_si128(b32), _mm256_extracti128_si256(b32, 1));
         }
-        __m512i wi[4], wm[4];
-        for (int qd = 0; qd < 4; qd++) {
-          __m512i v[4], m[4];
+      }
+      __m512i wi[R][4], wm[R][4];
+      for (int qd = 0; qd < 4; qd++) {
+        KQuad u;
+        const Block* quad[4] = {rows[4 * qd] + b, rows[4 * qd + 1] + b, rows[4 * qd + 2] + b, rows[4 * qd + 3] + b};
+        K::unpack4(quad, u);
+        for (int j = 0; j < R; j++) {
+          const int8_t* xg = (K::kMins ? x[j].qsg : x[j].qsg16) + 256 * b;
+          const __m512i start =
+              K::kMins ? _mm512_setzero_si512() : _mm512_loadu_si512((const void*)(x[j].osg16 + 16 * b));
+          __m512i v[4];
           for (int t = 0; t < 4; t++) {
-            const int i = 4 * qd + t;
-            __m512i s = start;
-            for (int k = 0; k < 4; k++) s = _mm512_dpbusd_epi32(s, u.q[i][k], xv[k]);
-            v[t] = _mm512_mullo_epi32(s, u.sc[i]);
-            if constexpr (K::kMins) m[t] = _mm512_mullo_epi32(u.mn[i], bs32);
+            __m512i sd = start;
+            for (int k = 0; k < 4; k++) sd = _mm512_dpbusd_epi32(sd, u.q[t][k], _mm512_loadu_si512((const void*)(xg + 64 * k)));
+            v[t] = _mm512_mullo_epi32(sd, u.sc[t]);
           }
-          wi[qd] = quad_sums(v[0], v[1], v[2], v[3]);
-          if constexpr (K::kMins) wm[qd] = quad_sums(m[0], m[1], m[2], m[3]);
+          wi[j][qd] = quad_sums(v[0], v[1], v[2], v[3]);
+          if constexpr (K::kMins) {  // row t's M_0..3 as chunk t, then chunk sb = rows 0..3's M_sb
+            const __m512i m = _mm512_madd_epi16(u.mn, _mm512_broadcast_i32x4(bs[j]));
+            wm[j][qd] = _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), m);
+          }
         }
+      }
+      const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)d16));
+      for (int j = 0; j < R; j++) {
         __m512i ti[4];
-        chunk_transpose(wi, ti);
+        chunk_transpose(wi[j], ti);
         const __m512 dx = _mm512_set1_ps(x[j].d[b]);
         if constexpr (K::kMins) {
           __m512i tm[4];
-          chunk_transpose(wm, tm);
-          const __m512 s = _mm512_mul_ps(u.d, dx), sm = _mm512_mul_ps(u.dmin, dx);
+          chunk_transpose(wm[j], tm);
+          const __m512 s = _mm512_mul_ps(dw, dx);
+          const __m512 sm = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_load_si256((const __m256i*)dmin16)), dx);
           for (int k = 0; k < 4; k++) {
             acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ti[k]), s, acc[j]);
             accm[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(tm[k]), sm, accm[j]);
           }
         } else {
           const __m512i s = _mm512_add_epi32(_mm512_add_epi32(ti[0], ti[1]), _mm512_add_epi32(ti[2], ti[3]));
-          acc[j] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(s), u.d), dx, acc[j]);
+          acc[j] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(s), dw), dx, acc[j]);
         }
       }
     }

@@ -13,6 +13,8 @@
 // activations' sums of 4). Every (row, column) sees the same operations whatever the tile
 // height R and the row pairing (batch invariance). Include only from kernels_isa_avx512.cpp.
 #pragma once
+#include <vector>
+
 #include "cpu/x86_avx512.h"
 
 namespace qd::cpu {
@@ -24,7 +26,17 @@ void lane8_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, siz
   const int64_t nb = w.cols / 32;
   ActQ8_0 x[R];
   for (int j = 0; j < R; j++) x[j] = act_q8_0(act + (size_t)j * stride, w.cols);
-  const __m512i offset = _mm512_set1_epi32((int)W::kOffset);
+  // Signed weights: each lane's integer start kOffset * a4, once per activation row of the tile.
+  thread_local std::vector<int32_t> starts;
+  if constexpr (W::kOffset != 0.f) {
+    starts.resize((size_t)R * (nb * 8));
+    for (int j = 0; j < R; j++) {
+      for (int64_t i = 0; i < nb * 8; i++) starts[(size_t)j * nb * 8 + i] = (int32_t)W::kOffset * x[j].a4[i];
+    }
+  }
+  static_assert(offsetof(Block, d) == 0, "the gather reads d (and m) at the block start");
+  const int bs = (int)sizeof(Block);
+  const __m256i block_offsets = _mm256_setr_epi32(0, bs, 2 * bs, 3 * bs, 4 * bs, 5 * bs, 6 * bs, 7 * bs);
   for (int64_t r = r0; r < r1; r += 2) {
     const bool two = r + 1 < r1;
     const Block* w0 = (const Block*)(w.data + (size_t)r * w.row_bytes);
@@ -36,26 +48,53 @@ void lane8_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, siz
       acc[j] = _mm512_setzero_ps();
       summ[j] = _mm_setzero_ps();
     }
-    for (int64_t b = 0; b < nb; b++) {
-      if (ahead && (b & 1) == 0) {
-        _mm_prefetch((const char*)(ahead + b * sizeof(Block)), _MM_HINT_T0);
-        _mm_prefetch((const char*)(ahead + w.row_bytes + b * sizeof(Block)), _MM_HINT_T0);
-      }
+    // Block b with per activation row j the scales sc[j] (lanes 0..7: row r's d times the
+    // activations' d, 8..15: row r + 1's) and the two rows' mins mw.
+    auto block = [&](int64_t b, const __m512* sc, __m128 mw) {
       const __m512i u = join256(W::unpack_u(w0[b]), W::unpack_u(w1[b]));
-      const __m512 dw = _mm512_insertf32x8(_mm512_set1_ps(h2f(w0[b].d)), _mm256_set1_ps(h2f(w1[b].d)), 1);
-      [[maybe_unused]] __m128 mw;
-      if constexpr (W::kHasM) mw = _mm_setr_ps(W::m(w0[b]), W::m(w1[b]), 0.f, 0.f);
       for (int j = 0; j < R; j++) {
         const __m512i xv = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i*)(x[j].qs + 32 * b)));
         __m512i start = _mm512_setzero_si512();
         if constexpr (W::kOffset != 0.f) {
-          const __m512i a4 = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i*)(x[j].a4 + 8 * b)));
-          start = _mm512_mullo_epi32(a4, offset);
+          start = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i*)(starts.data() + (size_t)j * nb * 8 + 8 * b)));
         }
         const __m512i p = _mm512_dpbusd_epi32(start, u, xv);
-        acc[j] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(x[j].d[b])), _mm512_cvtepi32_ps(p), acc[j]);
+        acc[j] = _mm512_fmadd_ps(sc[j], _mm512_cvtepi32_ps(p), acc[j]);
         if constexpr (W::kHasM) summ[j] = _mm_fmadd_ps(mw, _mm_set1_ps(x[j].sm[b]), summ[j]);
       }
+    };
+    const int64_t ng = nb / 8;
+    for (int64_t g = 0; g < ng; g++) {  // 8 blocks: both rows' d (and m) in one gather each
+      if (ahead) prefetch_range(ahead + 8 * g * sizeof(Block), 8 * sizeof(Block));
+      if (ahead) prefetch_range(ahead + w.row_bytes + 8 * g * sizeof(Block), 8 * sizeof(Block));
+      const __m256i dm0 = _mm256_i32gather_epi32((const int*)(w0 + 8 * g), block_offsets, 1);
+      const __m256i dm1 = _mm256_i32gather_epi32((const int*)(w1 + 8 * g), block_offsets, 1);
+      const __m512 d16 = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_cvtph_ps(_mm256_cvtepi32_epi16(dm0))),
+                                            _mm256_cvtph_ps(_mm256_cvtepi32_epi16(dm1)), 1);
+      [[maybe_unused]] __m512 m16;
+      if constexpr (W::kHasM) {
+        m16 = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_cvtph_ps(_mm256_cvtepi32_epi16(_mm256_srli_epi32(dm0, 16)))),
+                                 _mm256_cvtph_ps(_mm256_cvtepi32_epi16(_mm256_srli_epi32(dm1, 16))), 1);
+      }
+      __m512 prod[R];  // d_w * d_x of the 8 blocks, both rows
+      for (int j = 0; j < R; j++) prod[j] = _mm512_mul_ps(d16, _mm512_broadcast_f32x8(_mm256_loadu_ps(x[j].d + 8 * g)));
+      #pragma GCC unroll 8
+      for (int k = 0; k < 8; k++) {
+        const __m512i lane = _mm512_setr_epi32(k, k, k, k, k, k, k, k, 8 + k, 8 + k, 8 + k, 8 + k, 8 + k, 8 + k, 8 + k, 8 + k);
+        __m512 sc[R];
+        for (int j = 0; j < R; j++) sc[j] = _mm512_permutexvar_ps(lane, prod[j]);
+        __m128 mw = _mm_setzero_ps();
+        if constexpr (W::kHasM) {
+          mw = _mm512_castps512_ps128(_mm512_permutexvar_ps(_mm512_setr_epi32(k, 8 + k, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), m16));
+        }
+        block(8 * g + k, sc, mw);
+      }
+    }
+    for (int64_t b = 8 * ng; b < nb; b++) {  // blocks after the last 8
+      const __m512 dw = _mm512_insertf32x8(_mm512_set1_ps(h2f(w0[b].d)), _mm256_set1_ps(h2f(w1[b].d)), 1);
+      __m512 sc[R];
+      for (int j = 0; j < R; j++) sc[j] = _mm512_mul_ps(dw, _mm512_set1_ps(x[j].d[b]));
+      block(b, sc, _mm_setr_ps(W::m(w0[b]), W::m(w1[b]), 0.f, 0.f));
     }
     for (int j = 0; j < R; j++) {
       float m2[4];
