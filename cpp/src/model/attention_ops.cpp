@@ -201,6 +201,7 @@ QD_AVX2 void weighted_rows_add_avx2(const float* w, const float* v, int rows, in
 
 // GCC 12's AVX-512 headers trip -Wmaybe-uninitialized on their own masked builtins.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #define QD_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma,f16c")))
 
 // 16 lanes -> 8 (the two 256-bit halves added).
@@ -277,9 +278,11 @@ QD_AVX512 inline __m512 ggml_expf512(__m512 x) {
 // llama.cpp's mask makes them), each chunk's sum in the reduce tree added into a double, then
 // every value times (float)(1 / sum).
 QD_AVX512 void softmax_avx512(float* x, int n, int phase) {
-  float mx = x[0];
-  for (int j = 1; j < n; j++) mx = std::max(mx, x[j]);
-  const __m512 vmax = _mm512_set1_ps(mx);
+  __m512 vm = _mm512_set1_ps(x[0]);
+  int j0 = 0;
+  for (; j0 + 16 <= n; j0 += 16) vm = _mm512_max_ps(vm, _mm512_loadu_ps(x + j0));
+  vm = _mm512_max_ps(vm, _mm512_mask_loadu_ps(vm, (__mmask16)((1u << (n - j0)) - 1u), x + j0));
+  const __m512 vmax = _mm512_set1_ps(_mm512_reduce_max_ps(vm));  // max: any order gives the same
   double sum = 0.0;
   // chunk c covers x[c - phase .. c - phase + 16), lanes outside [0, n) masked
   for (int c = 0; c < n + phase; c += 16) {
@@ -299,15 +302,29 @@ QD_AVX512 void softmax_avx512(float* x, int n, int phase) {
   _mm512_mask_storeu_ps(x + j, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, x + j), inv));
 }
 
-// One row at a time into its lane's partial sums, 64 columns per step.
-QD_AVX512 void weighted_rows_add_avx512(const float* w, const float* v, int rows, int n, int lane0, float* partial) {
-  for (int r = 0; r < rows; r++) {
+// Lane by lane: the rows of one lane (key index mod 16) summed in registers, 16 columns at a time
+// (up to 256 columns per pass), their partial sums loaded and stored once per call.
+template <int C>
+QD_AVX512 inline void lane_columns_avx512(const float* w, const float* v, int r0, int rows, int n, float* o) {
+  __m512 acc[C];
+  for (int t = 0; t < C; t++) acc[t] = _mm512_loadu_ps(o + 16 * t);
+  for (int r = r0; r < rows; r += kLanes) {
     const __m512 wr = _mm512_set1_ps(w[r]);
     const float* vr = v + (size_t)r * n;
-    float* o = partial + (size_t)((lane0 + r) % kLanes) * n;
+    for (int t = 0; t < C; t++) acc[t] = _mm512_fmadd_ps(wr, _mm512_loadu_ps(vr + 16 * t), acc[t]);
+  }
+  for (int t = 0; t < C; t++) _mm512_storeu_ps(o + 16 * t, acc[t]);
+}
+
+QD_AVX512 void weighted_rows_add_avx512(const float* w, const float* v, int rows, int n, int lane0, float* partial) {
+  for (int r0 = 0; r0 < rows && r0 < kLanes; r0++) {
+    float* o = partial + (size_t)((lane0 + r0) % kLanes) * n;
     int d = 0;
-    for (; d + 16 <= n; d += 16) _mm512_storeu_ps(o + d, _mm512_fmadd_ps(wr, _mm512_loadu_ps(vr + d), _mm512_loadu_ps(o + d)));
-    for (; d < n; d++) o[d] += w[r] * vr[d];
+    for (; d + 128 <= n; d += 128) lane_columns_avx512<8>(w, v + d, r0, rows, n, o + d);
+    for (; d + 16 <= n; d += 16) lane_columns_avx512<1>(w, v + d, r0, rows, n, o + d);
+    for (; d < n; d++) {
+      for (int r = r0; r < rows; r += kLanes) o[d] += w[r] * v[(size_t)r * n + d];
+    }
   }
 }
 

@@ -27,17 +27,19 @@ void KvCache::store(int il, int pos0, int n, const float* k, const float* v) {
 namespace {
 
 // Keys (then values) are converted from F16 this many at a time into a small float buffer that
-// stays in L1 (32 rows of 128: 16 KB; 128 rows measured 1-2 ms slower a token at 3500 positions
-// of context on the 1.5B). The chunking never changes a result bit.
-constexpr int kKeyChunk = 32;
+// stays in L1 (64 rows of 128: 32 KB; 128 rows measured 1-2 ms slower a token at 3500 positions
+// of context on the 1.5B; 32 rows slower for verification, where each lane's weighted values are
+// loaded and stored once per chunk). The chunking never changes a result bit.
+constexpr int kKeyChunk = 64;
 constexpr int kLanes = 16;  // partial sums of weighted values per query (key index mod 16)
 
 // Query rows [i0, i1) (at positions pos0 + i) against one KV head: the G query heads of each row
 // that share it, and all the block's rows, use each cached key and value row converted from F16
 // once (a verify batch of 8 would otherwise stream a long context's cache 8 times). Two passes:
-// scores and their softmax over each query's visible keys, then the weighted sum of values, each
-// in position order. Each (query, head) sees exactly the operations it would alone: the blocks and
-// the conversion chunks never change a result bit.
+// scores and their softmax over each query's visible keys, then the weighted sum of values into 16
+// partial sums by key index mod 16 (in position order within each), reduced by
+// _mm512_reduce_add_ps's tree: llama.cpp's order for its F16 KQV matmul. Each (query, head) sees
+// exactly the operations it would alone: the blocks and the conversion chunks never change a bit.
 void attend_block(const KvCache& kv, int il, const float* q, size_t q_row, int i0, int i1, int pos0, int g,
                   const AttentionShape& sh, float* out) {
   const int hd = sh.head_dim;
