@@ -93,7 +93,9 @@ def worker(spec: dict) -> dict:
             m.eval_last(ids[i:i + 1])
         res["tg128"] = 128 / (time.perf_counter() - t)
         if spec.get("verify"):
-            deep = quickdraft.Model(models.resolve(spec["model"]), n_ctx=max(DEPTHS) + 64, threads=spec["threads"])
+            # a second context over the same weights (a second Model would map the file twice and
+            # count its pages twice in the peak RSS)
+            deep = m.new_context(n_ctx=max(DEPTHS) + 64, threads=spec["threads"])
             long_ids = [int(x) for x in rng.integers(100, min(m.n_vocab, 30000), max(DEPTHS) + 32)]
             res["tg32_at"] = {}
             for d in DEPTHS:

@@ -170,3 +170,25 @@ def test_missing_hyperparameter_is_named(tmp_path):
     w.close()
     with pytest.raises(GGUFError, match="llama.block_count"):
         quickdraft.Model(path)
+
+
+def test_trace_eval_returns_the_intermediates_of_the_same_forward(tiny):
+    """Context.trace_eval (the hook of bench/layer_diff.py): the logits eval gives, and every
+    layer's intermediates under llama.cpp's graph names, each [n, width]; the trace then stops."""
+    path, spec = tiny
+    ctx = quickdraft._core.Context(quickdraft._core.LoadedModel(str(path)), 32, 1)
+    plain = ctx.eval([1, 2, 3])
+    ctx.reset()
+    logits, items = ctx.trace_eval([1, 2, 3])
+    assert np.array_equal(logits, plain)
+    by_name = {(name, il): a for name, il, a in items}
+    for il in range(spec.n_layer):
+        for name in ("attn_norm", "Qcur", "Kcur", "Vcur", "kqv_out", "ffn_inp", "ffn_act", "l_out"):
+            assert by_name[(name, il)].shape[0] == 3, (name, il)
+        assert by_name[("l_out", il)].shape == (3, spec.n_embd)
+    # l_out of layer 0 is the residual stream: embedding + attention out + feed-forward out
+    emb, att, ffn = by_name[("embd", -1)], by_name[("attn_out", 0)], by_name[("ffn_out", 0)]
+    np.testing.assert_array_equal(by_name[("ffn_inp", 0)], emb + att)
+    np.testing.assert_array_equal(by_name[("l_out", 0)], emb + att + ffn)
+    ctx.reset()
+    assert np.array_equal(ctx.eval([1, 2, 3]), plain)  # no trace left behind

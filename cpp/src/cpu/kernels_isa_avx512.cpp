@@ -1,6 +1,7 @@
-// AVX-512 (F/BW/VL/DQ + VNNI) kernels: 512-bit kernels (x86_avx512.h) for the types real models
-// use, the 256-bit ones with VNNI dot products for the rest (compiled with -mavx512*; see
-// CMakeLists.txt here).
+// AVX-512 (F/BW/VL/DQ + VNNI) kernels: 512-bit kernels for the types real models use -- in
+// llama.cpp's own summation orders for Q4_1, Q5_1, Q5_0, Q8_0 (x86_avx512_lane8.h), Q4_K and Q6_K
+// (x86_avx512_krows.h), grouped for the other block types (x86_avx512_grouped.h) -- and the
+// 256-bit ones with VNNI dot products for the rest (compiled with -mavx512*; see CMakeLists.txt).
 #include <immintrin.h>
 
 #include "cpu/x86_avx512.h"
@@ -23,7 +24,6 @@ struct Avx512Tag {
 const KernelTable& kernels_avx512() {
   static const KernelTable t = [] {
     KernelTable k = make_x86_table<Avx512Tag>(Isa::avx512);
-    add_avx512_kernels<Avx512Tag>(k);
     add_avx512_grouped_kernels<Avx512Tag>(k);
     add_avx512_lane8_kernels<Avx512Tag>(k);
     add_avx512_krows_kernels<Avx512Tag>(k);

@@ -1,13 +1,7 @@
-// AVX-512 (BW + VNNI) kernels on 512-bit vectors: 64 weights per instruction, so twice the work
-// per instruction of the 256-bit kernels. That matters for the skinny GEMM (n = 2..17), which is
-// compute-bound once the weight block is unpacked.
-//
-// Order per (row, column), identical for every tile height R (batch invariance):
-//   32-blocks: pairs of blocks (b, b+1) in one vector; per pair one FMA into a 16-lane float
-//              accumulator; an odd last block goes alone (upper half zero); then a fixed
-//              horizontal sum, plus the 2-lane "min" accumulator for the unsigned types.
-// (The K-quants and whole groups of 32-blocks use x86_avx512_grouped.h; these pair kernels serve
-// the blocks after the last whole group of 8.)
+// AVX-512 (BW + VNNI) helpers on 512-bit vectors, and the step that x86_avx512_grouped.h's
+// 32-block kernels (Q4_0, IQ4_NL) take for the blocks after the last whole group of 8: pairs of
+// blocks (b, b+1) in one vector, per pair one FMA into a 16-lane float accumulator, an odd last
+// block alone (upper half zero), plus the 2-lane "min" accumulator for the unsigned types.
 // Include only from kernels_isa_avx512.cpp (rules in x86_common.h).
 #pragma once
 #include "cpu/x86_q32.h"
@@ -58,46 +52,6 @@ inline void q32x2_step(const typename W::block* blk, int64_t b, bool pair, const
       accm[j] = _mm_fmadd_ps(mw, s2, accm[j]);
     }
   }
-}
-
-template <class W, int R>
-void q32x2_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
-  const int64_t nb = w.cols / 32;
-  ActQ8_0 x[R];
-  for (int j = 0; j < R; j++) x[j] = act_q8_0(act + (size_t)j * stride, w.cols);
-  for (int64_t r = r0; r < r1; r++) {
-    const typename W::block* wb = (const typename W::block*)(w.data + (size_t)r * w.row_bytes);
-    __m512 acc[R];
-    __m128 accm[R];
-    for (int j = 0; j < R; j++) {
-      acc[j] = _mm512_setzero_ps();
-      accm[j] = _mm_setzero_ps();
-    }
-    int64_t b = 0;
-    for (; b + 2 <= nb; b += 2) q32x2_step<W, R>(wb + b, b, true, x, acc, accm);
-    if (b < nb) q32x2_step<W, R>(wb + b, b, false, x, acc, accm);
-    for (int j = 0; j < R; j++) y[j * ldy + r] = hsum512(acc[j]) + hsum128(accm[j]);
-  }
-}
-
-template <class Tag, class W>
-void q32x2_gemm(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t stride, int64_t n, float* y,
-                int64_t ldy) {
-  for_each_tile<Tag>(n, [&](auto rc, int64_t i0) {
-    q32x2_tile<W, decltype(rc)::value>(w, r0, r1, act + (size_t)i0 * stride, stride, y + i0 * ldy, ldy);
-  });
-}
-
-template <class Tag>
-void add_avx512_kernels(KernelTable& t) {
-  using quant::Type;
-  auto set = [&](Type type, GemmRowsFn fn, ActFormat act) { t.gemm[(uint32_t)type] = {fn, act}; };
-  set(Type::Q4_0, q32x2_gemm<Tag, WQ4_0>, ActFormat::q8_0);
-  set(Type::Q4_1, q32x2_gemm<Tag, WQ4_1>, ActFormat::q8_0);
-  set(Type::Q5_0, q32x2_gemm<Tag, WQ5_0>, ActFormat::q8_0);
-  set(Type::Q5_1, q32x2_gemm<Tag, WQ5_1>, ActFormat::q8_0);
-  set(Type::Q8_0, q32x2_gemm<Tag, WQ8_0>, ActFormat::q8_0);
-  set(Type::IQ4_NL, q32x2_gemm<Tag, WIQ4_NL>, ActFormat::q8_0);
 }
 
 }  // namespace

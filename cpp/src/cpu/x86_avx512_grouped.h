@@ -2,14 +2,17 @@
 // 32-bit lane of a dot product stays within one 32-weight block, so a group costs 4 VNNI dot
 // products and one scale multiply per activation row, whatever the block type.
 //
-//   32-blocks (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL), groups of 8 blocks: each weight is written
+// (Q4_1, Q5_1, Q5_0, Q8_0, Q4_K and Q6_K take llama.cpp's own orders instead: x86_avx512_lane8.h,
+// x86_avx512_krows.h.)
+//
+//   32-blocks (Q4_0, IQ4_NL), groups of 8 blocks: each weight is written
 //     w = d * u + c with u unsigned (u8 operand of dpbusd) and c a per-block offset; then
 //       sum w x = sum_lanes (d dx)_lane * dot_lane  +  sum_blocks c * s   (s = dx * sum xq)
 //     one FMA into a 16-lane accumulator and one into an 8-lane one per group. Blocks after the
 //     last whole group go through q32x2_step (x86_avx512.h).
-//   Q4_K, Q5_K, IQ4_XS (k8g_tile): a super-block is one group (its 8 sub-blocks); scales per
+//   Q5_K, IQ4_XS (k8g_tile): a super-block is one group (its 8 sub-blocks); scales per
 //     lane, mins (IQ4_XS: the +128 that makes its codebook unsigned) through dsums32.
-//   Q6_K, Q3_K, Q2_K (k16g_tile): a super-block is one group of 16 x 16 weights ("group-of-16
+//   Q3_K, Q2_K (k16g_tile): a super-block is one group of 16 x 16 weights ("group-of-16
 //     order"); the -32 / -4 offsets exactly, as the integer start of each dot product (osg16);
 //     Q2_K's mins through dsums.
 //
@@ -274,13 +277,6 @@ inline void q4k_like_unpack(uint16_t d, uint16_t dmin, const uint8_t* scales, co
   wmin = _mm256_mul_ps(_mm256_set1_ps(h2f(dmin)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(sm128, 8))));
 }
 
-struct G8Q4K {  // w = d sc_s u - dmin m_s
-  using Block = quant::block_q4_K;
-  static void unpack(const Block& blk, __m512i q[4], __m512& wsc, __m256& wmin) {
-    q4k_like_unpack(blk.d, blk.dmin, blk.scales, blk.qs, q, wsc, wmin);
-  }
-};
-
 struct G8Q5K {  // Q4_K with a fifth bit (16) from qh
   using Block = quant::block_q5_K;
   static void unpack(const Block& blk, __m512i q[4], __m512& wsc, __m256& wmin) {
@@ -434,20 +430,6 @@ inline void low2_plain(const uint8_t* qs, __m512i z[4]) {
   }
 }
 
-struct G16Q6K {  // w = d sc_g (u - 32)
-  using Block = quant::block_q6_K;
-  static constexpr bool kMins = false;
-  template <int R>
-  static constexpr int kWeightRows = kWeightRowsQ6K<R>;
-  static void unpack(const Block& blk, __m512i q[4], __m512& wsc, __m512&) {
-    __m512i z[4];
-    q6k_plain(blk, z);
-    to_group16_order(z, q);
-    wsc = sigma_scales(_mm_loadu_si128((const __m128i*)blk.scales), h2f(blk.d));
-  }
-  static __m512i offset(const int32_t* osg16) { return _mm512_loadu_si512((const void*)osg16); }
-};
-
 struct G16Q3K {  // w = d sc_g (u - 4), u = low 2 bits + 4 * hmask bit
   using Block = quant::block_q3_K;
   static constexpr bool kMins = false;
@@ -538,17 +520,11 @@ void add_avx512_grouped_kernels(KernelTable& t) {
   using quant::Type;
   auto set = [&](Type type, GemmRowsFn fn, ActFormat act) { t.gemm[(uint32_t)type] = {fn, act}; };
   set(Type::Q4_0, q32g_gemm<Tag, WQ4_0>, ActFormat::q8_0);
-  set(Type::Q4_1, q32g_gemm<Tag, WQ4_1>, ActFormat::q8_0);
-  set(Type::Q5_0, q32g_gemm<Tag, WQ5_0>, ActFormat::q8_0);
-  set(Type::Q5_1, q32g_gemm<Tag, WQ5_1>, ActFormat::q8_0);
-  set(Type::Q8_0, q32g_gemm<Tag, WQ8_0>, ActFormat::q8_0);
   set(Type::IQ4_NL, q32g_gemm<Tag, WIQ4_NL>, ActFormat::q8_0);
-  set(Type::Q4_K, k8g_gemm<Tag, G8Q4K>, ActFormat::q8_K);
   set(Type::Q5_K, k8g_gemm<Tag, G8Q5K>, ActFormat::q8_K);
   set(Type::IQ4_XS, k8g_gemm<Tag, G8IQ4XS>, ActFormat::q8_K);
   set(Type::Q2_K, k16g_gemm<Tag, G16Q2K>, ActFormat::q8_K);
   set(Type::Q3_K, k16g_gemm<Tag, G16Q3K>, ActFormat::q8_K);
-  set(Type::Q6_K, k16g_gemm<Tag, G16Q6K>, ActFormat::q8_K);
 }
 
 }  // namespace

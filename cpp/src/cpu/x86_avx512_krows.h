@@ -221,7 +221,7 @@ void krows_gemm(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, siz
   });
 }
 
-// After add_avx512_grouped_kernels: these types take llama.cpp's order instead.
+// llama.cpp's order for these types.
 template <class Tag>
 void add_avx512_krows_kernels(KernelTable& t) {
   using quant::Type;
