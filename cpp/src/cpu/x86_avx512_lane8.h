@@ -37,70 +37,107 @@ void lane8_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, siz
   static_assert(offsetof(Block, d) == 0, "the gather reads d (and m) at the block start");
   const int bs = (int)sizeof(Block);
   const __m256i block_offsets = _mm256_setr_epi32(0, bs, 2 * bs, 3 * bs, 4 * bs, 5 * bs, 6 * bs, 7 * bs);
-  for (int64_t r = r0; r < r1; r += 2) {
-    const bool two = r + 1 < r1;
-    const Block* w0 = (const Block*)(w.data + (size_t)r * w.row_bytes);
-    const Block* w1 = two ? (const Block*)(w.data + (size_t)(r + 1) * w.row_bytes) : w0;
-    const uint8_t* ahead = prefetch_row<R, 2>(w, r);
-    __m512 acc[R];
-    __m128 summ[R];  // lanes 0, 1: the min terms of rows r, r + 1
-    for (int j = 0; j < R; j++) {
-      acc[j] = _mm512_setzero_ps();
-      summ[j] = _mm_setzero_ps();
+  // NP pairs of weight rows at a time: with one or two activation rows, two pairs give the FMA
+  // chains (one per pair and activation row) enough independent work to hide their latency.
+  constexpr int NP = R <= 2 ? 2 : 1;
+  for (int64_t r = r0; r < r1; r += 2 * NP) {
+    const int nr = (int)(r1 - r < 2 * NP ? r1 - r : 2 * NP);
+    const Block* wr[2 * NP];  // past the end: the last row again (not stored)
+    for (int i = 0; i < 2 * NP; i++) wr[i] = (const Block*)(w.data + (size_t)(r + (i < nr ? i : nr - 1)) * w.row_bytes);
+    const uint8_t* ahead = prefetch_row<R, 2 * NP>(w, r);
+    __m512 acc[NP][R];
+    __m128 summ[NP][R];  // lanes 0, 1: the min terms of the pair's two rows
+    for (int p = 0; p < NP; p++) {
+      for (int j = 0; j < R; j++) {
+        acc[p][j] = _mm512_setzero_ps();
+        summ[p][j] = _mm_setzero_ps();
+      }
     }
-    // Block b with per activation row j the scales sc[j] (lanes 0..7: row r's d times the
-    // activations' d, 8..15: row r + 1's) and the two rows' mins mw.
-    auto block = [&](int64_t b, const __m512* sc, __m128 mw) {
-      const __m512i u = join256(W::unpack_u(w0[b]), W::unpack_u(w1[b]));
+    // Block b with, per pair p and activation row j, the scales sc[p][j] (lanes 0..7: the pair's
+    // first row's d times the activations' d, 8..15: its second row's) and the pair's mins mw[p].
+    auto block = [&](int64_t b, __m512 (*sc)[R], const __m128* mw) {
+      __m512i u[NP];
+      if constexpr (W::kNibbles) {  // the rows' 16 bytes of nibbles in one vector, split once
+        const __m512i m4 = _mm512_set1_epi8(15);
+        __m512i t = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i*)wr[0][b].qs));
+        t = _mm512_inserti32x4(t, _mm_loadu_si128((const __m128i*)wr[1][b].qs), 1);
+        if constexpr (NP == 2) {
+          t = _mm512_inserti32x4(t, _mm_loadu_si128((const __m128i*)wr[2][b].qs), 2);
+          t = _mm512_inserti32x4(t, _mm_loadu_si128((const __m128i*)wr[3][b].qs), 3);
+        }
+        const __m512i lo = _mm512_and_si512(t, m4), hi = _mm512_and_si512(_mm512_srli_epi16(t, 4), m4);
+        // pair p: [low nibbles, high nibbles] of row 2p, then of row 2p + 1
+        u[0] = _mm512_permutex2var_epi64(lo, _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11), hi);
+        if constexpr (NP == 2) u[1] = _mm512_permutex2var_epi64(lo, _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15), hi);
+      } else {
+        for (int p = 0; p < NP; p++) u[p] = join256(W::unpack_u(wr[2 * p][b]), W::unpack_u(wr[2 * p + 1][b]));
+      }
       for (int j = 0; j < R; j++) {
         const __m512i xv = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i*)(x[j].qs + 32 * b)));
         __m512i start = _mm512_setzero_si512();
         if constexpr (W::kOffset != 0.f) {
           start = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i*)(starts.data() + (size_t)j * nb * 8 + 8 * b)));
         }
-        const __m512i p = _mm512_dpbusd_epi32(start, u, xv);
-        acc[j] = _mm512_fmadd_ps(sc[j], _mm512_cvtepi32_ps(p), acc[j]);
-        if constexpr (W::kHasM) summ[j] = _mm_fmadd_ps(mw, _mm_set1_ps(x[j].sm[b]), summ[j]);
+        [[maybe_unused]] const __m128 smb = W::kHasM ? _mm_set1_ps(x[j].sm[b]) : _mm_setzero_ps();
+        for (int p = 0; p < NP; p++) {
+          const __m512i d = _mm512_dpbusd_epi32(start, u[p], xv);
+          acc[p][j] = _mm512_fmadd_ps(sc[p][j], _mm512_cvtepi32_ps(d), acc[p][j]);
+          if constexpr (W::kHasM) summ[p][j] = _mm_fmadd_ps(mw[p], smb, summ[p][j]);
+        }
       }
     };
     const int64_t ng = nb / 8;
-    for (int64_t g = 0; g < ng; g++) {  // 8 blocks: both rows' d (and m) in one gather each
-      if (ahead) prefetch_range(ahead + 8 * g * sizeof(Block), 8 * sizeof(Block));
-      if (ahead) prefetch_range(ahead + w.row_bytes + 8 * g * sizeof(Block), 8 * sizeof(Block));
-      const __m256i dm0 = _mm256_i32gather_epi32((const int*)(w0 + 8 * g), block_offsets, 1);
-      const __m256i dm1 = _mm256_i32gather_epi32((const int*)(w1 + 8 * g), block_offsets, 1);
-      const __m512 d16 = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_cvtph_ps(_mm256_cvtepi32_epi16(dm0))),
-                                            _mm256_cvtph_ps(_mm256_cvtepi32_epi16(dm1)), 1);
-      [[maybe_unused]] __m512 m16;
-      if constexpr (W::kHasM) {
-        m16 = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_cvtph_ps(_mm256_cvtepi32_epi16(_mm256_srli_epi32(dm0, 16)))),
-                                 _mm256_cvtph_ps(_mm256_cvtepi32_epi16(_mm256_srli_epi32(dm1, 16))), 1);
+    for (int64_t g = 0; g < ng; g++) {  // 8 blocks: each row's d (and m) in one gather
+      if (ahead) {
+        for (int i = 0; i < 2 * NP; i++) prefetch_range(ahead + i * w.row_bytes + 8 * g * sizeof(Block), 8 * sizeof(Block));
       }
-      __m512 prod[R];  // d_w * d_x of the 8 blocks, both rows
-      for (int j = 0; j < R; j++) prod[j] = _mm512_mul_ps(d16, _mm512_broadcast_f32x8(_mm256_loadu_ps(x[j].d + 8 * g)));
+      __m512 prod[NP][R];  // d_w * d_x of the 8 blocks, the pair's two rows
+      [[maybe_unused]] __m512 m16[NP];
+      for (int p = 0; p < NP; p++) {
+        const __m256i dm0 = _mm256_i32gather_epi32((const int*)(wr[2 * p] + 8 * g), block_offsets, 1);
+        const __m256i dm1 = _mm256_i32gather_epi32((const int*)(wr[2 * p + 1] + 8 * g), block_offsets, 1);
+        const __m512 d16 = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_cvtph_ps(_mm256_cvtepi32_epi16(dm0))),
+                                              _mm256_cvtph_ps(_mm256_cvtepi32_epi16(dm1)), 1);
+        if constexpr (W::kHasM) {
+          m16[p] = _mm512_insertf32x8(
+              _mm512_castps256_ps512(_mm256_cvtph_ps(_mm256_cvtepi32_epi16(_mm256_srli_epi32(dm0, 16)))),
+              _mm256_cvtph_ps(_mm256_cvtepi32_epi16(_mm256_srli_epi32(dm1, 16))), 1);
+        }
+        for (int j = 0; j < R; j++) prod[p][j] = _mm512_mul_ps(d16, _mm512_broadcast_f32x8(_mm256_loadu_ps(x[j].d + 8 * g)));
+      }
       #pragma GCC unroll 8
       for (int k = 0; k < 8; k++) {
         const __m512i lane = _mm512_setr_epi32(k, k, k, k, k, k, k, k, 8 + k, 8 + k, 8 + k, 8 + k, 8 + k, 8 + k, 8 + k, 8 + k);
-        __m512 sc[R];
-        for (int j = 0; j < R; j++) sc[j] = _mm512_permutexvar_ps(lane, prod[j]);
-        __m128 mw = _mm_setzero_ps();
-        if constexpr (W::kHasM) {
-          mw = _mm512_castps512_ps128(_mm512_permutexvar_ps(_mm512_setr_epi32(k, 8 + k, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), m16));
+        __m512 sc[NP][R];
+        __m128 mw[NP];
+        for (int p = 0; p < NP; p++) {
+          for (int j = 0; j < R; j++) sc[p][j] = _mm512_permutexvar_ps(lane, prod[p][j]);
+          mw[p] = _mm_setzero_ps();
+          if constexpr (W::kHasM) {
+            mw[p] = _mm512_castps512_ps128(
+                _mm512_permutexvar_ps(_mm512_setr_epi32(k, 8 + k, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), m16[p]));
+          }
         }
         block(8 * g + k, sc, mw);
       }
     }
     for (int64_t b = 8 * ng; b < nb; b++) {  // blocks after the last 8
-      const __m512 dw = _mm512_insertf32x8(_mm512_set1_ps(h2f(w0[b].d)), _mm256_set1_ps(h2f(w1[b].d)), 1);
-      __m512 sc[R];
-      for (int j = 0; j < R; j++) sc[j] = _mm512_mul_ps(dw, _mm512_set1_ps(x[j].d[b]));
-      block(b, sc, _mm_setr_ps(W::m(w0[b]), W::m(w1[b]), 0.f, 0.f));
+      __m512 sc[NP][R];
+      __m128 mw[NP];
+      for (int p = 0; p < NP; p++) {
+        const __m512 dw = _mm512_insertf32x8(_mm512_set1_ps(h2f(wr[2 * p][b].d)), _mm256_set1_ps(h2f(wr[2 * p + 1][b].d)), 1);
+        for (int j = 0; j < R; j++) sc[p][j] = _mm512_mul_ps(dw, _mm512_set1_ps(x[j].d[b]));
+        mw[p] = _mm_setr_ps(W::m(wr[2 * p][b]), W::m(wr[2 * p + 1][b]), 0.f, 0.f);
+      }
+      block(b, sc, mw);
     }
-    for (int j = 0; j < R; j++) {
-      float m2[4];
-      _mm_storeu_ps(m2, summ[j]);
-      y[j * ldy + r] = hsum(_mm512_castps512_ps256(acc[j])) + m2[0];
-      if (two) y[j * ldy + r + 1] = hsum(_mm512_extractf32x8_ps(acc[j], 1)) + m2[1];
+    for (int p = 0; p < NP; p++) {
+      for (int j = 0; j < R; j++) {
+        float m2[4];
+        _mm_storeu_ps(m2, summ[p][j]);
+        if (2 * p < nr) y[j * ldy + r + 2 * p] = hsum(_mm512_castps512_ps256(acc[p][j])) + m2[0];
+        if (2 * p + 1 < nr) y[j * ldy + r + 2 * p + 1] = hsum(_mm512_extractf32x8_ps(acc[p][j], 1)) + m2[1];
+      }
     }
   }
 }
