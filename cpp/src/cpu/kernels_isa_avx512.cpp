@@ -1,6 +1,6 @@
 // AVX-512 (F/BW/VL/DQ + VNNI) kernels: 512-bit kernels for the types real models use -- in
-// llama.cpp's own summation orders for Q4_1, Q5_1, Q5_0, Q8_0 (x86_avx512_lane8.h), Q4_K and Q6_K
-// (x86_avx512_krows.h), grouped for the other block types (x86_avx512_grouped.h) -- and the
+// llama.cpp's own summation orders for Q4_1, Q5_1, Q5_0, Q8_0 (x86_avx512_lane8.h), Q4_K, Q5_K and
+// Q6_K (x86_avx512_krows.h), grouped for the other block types (x86_avx512_grouped.h) -- and the
 // 256-bit ones with VNNI dot products for the rest (compiled with -mavx512*; see CMakeLists.txt).
 #include <immintrin.h>
 

@@ -2,7 +2,7 @@
 // 32-bit lane of a dot product stays within one 32-weight block, so a group costs 4 VNNI dot
 // products and one scale multiply per activation row, whatever the block type.
 //
-// (Q4_1, Q5_1, Q5_0, Q8_0, Q4_K and Q6_K take llama.cpp's own orders instead: x86_avx512_lane8.h,
+// (Q4_1, Q5_1, Q5_0, Q8_0, Q4_K, Q5_K and Q6_K take llama.cpp's own orders instead: x86_avx512_lane8.h,
 // x86_avx512_krows.h.)
 //
 //   32-blocks (Q4_0, IQ4_NL), groups of 8 blocks: each weight is written
@@ -10,7 +10,7 @@
 //       sum w x = sum_lanes (d dx)_lane * dot_lane  +  sum_blocks c * s   (s = dx * sum xq)
 //     one FMA into a 16-lane accumulator and one into an 8-lane one per group. Blocks after the
 //     last whole group go through q32x2_step (x86_avx512.h).
-//   Q5_K, IQ4_XS (k8g_tile): a super-block is one group (its 8 sub-blocks); scales per
+//   IQ4_XS (k8g_tile): a super-block is one group (its 8 sub-blocks); scales per
 //     lane, mins (IQ4_XS: the +128 that makes its codebook unsigned) through dsums32.
 //   Q3_K, Q2_K (k16g_tile): a super-block is one group of 16 x 16 weights ("group-of-16
 //     order"); the -32 / -4 offsets exactly, as the integer start of each dot product (osg16);
@@ -277,15 +277,6 @@ inline void q4k_like_unpack(uint16_t d, uint16_t dmin, const uint8_t* scales, co
   wmin = _mm256_mul_ps(_mm256_set1_ps(h2f(dmin)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(sm128, 8))));
 }
 
-struct G8Q5K {  // Q4_K with a fifth bit (16) from qh
-  using Block = quant::block_q5_K;
-  static void unpack(const Block& blk, __m512i q[4], __m512& wsc, __m256& wmin) {
-    q4k_like_unpack(blk.d, blk.dmin, blk.scales, blk.qs, q, wsc, wmin);
-    const __m512i sixteen = _mm512_set1_epi8(16);
-    for (int v = 0; v < 4; v++) q[v] = _mm512_mask_add_epi8(q[v], q5k_high_bits(blk.qh, v), q[v], sixteen);
-  }
-};
-
 struct G8IQ4XS {  // w = d (ls_s - 32) kvalues[i] = d ls'_s (u - 128), u = kvalues[i] + 128
   using Block = quant::block_iq4_xs;
   static void unpack(const Block& blk, __m512i q[4], __m512& wsc, __m256& wmin) {
@@ -521,7 +512,6 @@ void add_avx512_grouped_kernels(KernelTable& t) {
   auto set = [&](Type type, GemmRowsFn fn, ActFormat act) { t.gemm[(uint32_t)type] = {fn, act}; };
   set(Type::Q4_0, q32g_gemm<Tag, WQ4_0>, ActFormat::q8_0);
   set(Type::IQ4_NL, q32g_gemm<Tag, WIQ4_NL>, ActFormat::q8_0);
-  set(Type::Q5_K, k8g_gemm<Tag, G8Q5K>, ActFormat::q8_K);
   set(Type::IQ4_XS, k8g_gemm<Tag, G8IQ4XS>, ActFormat::q8_K);
   set(Type::Q2_K, k16g_gemm<Tag, G16Q2K>, ActFormat::q8_K);
   set(Type::Q3_K, k16g_gemm<Tag, G16Q3K>, ActFormat::q8_K);
