@@ -46,16 +46,16 @@ void lane8_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, siz
     for (int i = 0; i < 2 * NP; i++) wr[i] = (const Block*)(w.data + (size_t)(r + (i < nr ? i : nr - 1)) * w.row_bytes);
     const uint8_t* ahead = prefetch_row<R, 2 * NP>(w, r);
     __m512 acc[NP][R];
-    __m128 summ[NP][R];  // lanes 0, 1: the min terms of the pair's two rows
+    __m128 summ[R];  // lane i: the min term of row r + i (i < 2 NP)
     for (int p = 0; p < NP; p++) {
       for (int j = 0; j < R; j++) {
         acc[p][j] = _mm512_setzero_ps();
-        summ[p][j] = _mm_setzero_ps();
+        summ[j] = _mm_setzero_ps();
       }
     }
     // Block b with, per pair p and activation row j, the scales sc[p][j] (lanes 0..7: the pair's
-    // first row's d times the activations' d, 8..15: its second row's) and the pair's mins mw[p].
-    auto block = [&](int64_t b, __m512 (*sc)[R], const __m128* mw) {
+    // first row's d times the activations' d, 8..15: its second row's) and the rows' mins mw.
+    auto block = [&](int64_t b, __m512 (*sc)[R], __m128 mw) {
       __m512i u[NP];
       if constexpr (W::kNibbles) {  // the rows' 16 bytes of nibbles in one vector, split once
         const __m512i m4 = _mm512_set1_epi8(15);
@@ -82,8 +82,8 @@ void lane8_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, siz
         for (int p = 0; p < NP; p++) {
           const __m512i d = _mm512_dpbusd_epi32(start, u[p], xv);
           acc[p][j] = _mm512_fmadd_ps(sc[p][j], _mm512_cvtepi32_ps(d), acc[p][j]);
-          if constexpr (W::kHasM) summ[p][j] = _mm_fmadd_ps(mw[p], smb, summ[p][j]);
         }
+        if constexpr (W::kHasM) summ[j] = _mm_fmadd_ps(mw, smb, summ[j]);
       }
     };
     const int64_t ng = nb / 8;
@@ -109,34 +109,35 @@ void lane8_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, siz
       for (int k = 0; k < 8; k++) {
         const __m512i lane = _mm512_setr_epi32(k, k, k, k, k, k, k, k, 8 + k, 8 + k, 8 + k, 8 + k, 8 + k, 8 + k, 8 + k, 8 + k);
         __m512 sc[NP][R];
-        __m128 mw[NP];
         for (int p = 0; p < NP; p++) {
           for (int j = 0; j < R; j++) sc[p][j] = _mm512_permutexvar_ps(lane, prod[p][j]);
-          mw[p] = _mm_setzero_ps();
-          if constexpr (W::kHasM) {
-            mw[p] = _mm512_castps512_ps128(
-                _mm512_permutexvar_ps(_mm512_setr_epi32(k, 8 + k, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), m16[p]));
-          }
+        }
+        __m128 mw = _mm_setzero_ps();
+        if constexpr (W::kHasM) {  // block k's m of rows r .. r + 2 NP - 1
+          const __m512i pick = _mm512_setr_epi32(k, 8 + k, 16 + k, 24 + k, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+          mw = _mm512_castps512_ps128(_mm512_permutex2var_ps(m16[0], pick, m16[NP - 1]));
         }
         block(8 * g + k, sc, mw);
       }
     }
     for (int64_t b = 8 * ng; b < nb; b++) {  // blocks after the last 8
       __m512 sc[NP][R];
-      __m128 mw[NP];
+      float mr[4] = {0.f, 0.f, 0.f, 0.f};
       for (int p = 0; p < NP; p++) {
         const __m512 dw = _mm512_insertf32x8(_mm512_set1_ps(h2f(wr[2 * p][b].d)), _mm256_set1_ps(h2f(wr[2 * p + 1][b].d)), 1);
         for (int j = 0; j < R; j++) sc[p][j] = _mm512_mul_ps(dw, _mm512_set1_ps(x[j].d[b]));
-        mw[p] = _mm_setr_ps(W::m(wr[2 * p][b]), W::m(wr[2 * p + 1][b]), 0.f, 0.f);
+        mr[2 * p] = W::m(wr[2 * p][b]);
+        mr[2 * p + 1] = W::m(wr[2 * p + 1][b]);
       }
+      const __m128 mw = _mm_loadu_ps(mr);
       block(b, sc, mw);
     }
-    for (int p = 0; p < NP; p++) {
-      for (int j = 0; j < R; j++) {
-        float m2[4];
-        _mm_storeu_ps(m2, summ[p][j]);
-        if (2 * p < nr) y[j * ldy + r + 2 * p] = hsum(_mm512_castps512_ps256(acc[p][j])) + m2[0];
-        if (2 * p + 1 < nr) y[j * ldy + r + 2 * p + 1] = hsum(_mm512_extractf32x8_ps(acc[p][j], 1)) + m2[1];
+    for (int j = 0; j < R; j++) {
+      float m4[4];
+      _mm_storeu_ps(m4, summ[j]);
+      for (int p = 0; p < NP; p++) {
+        if (2 * p < nr) y[j * ldy + r + 2 * p] = hsum(_mm512_castps512_ps256(acc[p][j])) + m4[2 * p];
+        if (2 * p + 1 < nr) y[j * ldy + r + 2 * p + 1] = hsum(_mm512_extractf32x8_ps(acc[p][j], 1)) + m4[2 * p + 1];
       }
     }
   }
