@@ -13,6 +13,7 @@
 // activations' sums of 4). Every (row, column) sees the same operations whatever the tile
 // height R and the row pairing (batch invariance). Include only from kernels_isa_avx512.cpp.
 #pragma once
+#include <type_traits>
 #include <vector>
 
 #include "cpu/x86_avx512.h"
@@ -44,7 +45,7 @@ void lane8_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, siz
     const int nr = (int)(r1 - r < 2 * NP ? r1 - r : 2 * NP);
     const Block* wr[2 * NP];  // past the end: the last row again (not stored)
     for (int i = 0; i < 2 * NP; i++) wr[i] = (const Block*)(w.data + (size_t)(r + (i < nr ? i : nr - 1)) * w.row_bytes);
-    const uint8_t* ahead = prefetch_row<R, 2 * NP>(w, r);
+    const uint8_t* ahead = prefetch_row<R, NP>(w, r);
     __m512 acc[NP][R];
     __m128 summ[R];  // lane i: the min term of row r + i (i < 2 NP)
     for (int p = 0; p < NP; p++) {
@@ -87,15 +88,29 @@ void lane8_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, siz
       }
     };
     const int64_t ng = nb / 8;
-    for (int64_t g = 0; g < ng; g++) {  // 8 blocks: each row's d (and m) in one gather
+    // Group g of up to 8 blocks: each row's d (and m) in one gather (masked past `count`), then
+    // the blocks with their scales picked from the gathered products.
+    auto group = [&](int64_t g, int count, auto full) {
       if (ahead) {
         for (int i = 0; i < 2 * NP; i++) prefetch_range(ahead + i * w.row_bytes + 8 * g * sizeof(Block), 8 * sizeof(Block));
       }
+      if (g + 2 < ng) {  // this pass's rows two groups ahead
+        for (int i = 0; i < 2 * NP; i++) prefetch_range((const uint8_t*)(wr[i] + 8 * (g + 2)), 8 * sizeof(Block));
+      }
+      const __m256i live = _mm256_cmpgt_epi32(_mm256_set1_epi32(count), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+      const __mmask8 kx = (__mmask8)((1u << count) - 1u);
       __m512 prod[NP][R];  // d_w * d_x of the 8 blocks, the pair's two rows
       [[maybe_unused]] __m512 m16[NP];
       for (int p = 0; p < NP; p++) {
-        const __m256i dm0 = _mm256_i32gather_epi32((const int*)(wr[2 * p] + 8 * g), block_offsets, 1);
-        const __m256i dm1 = _mm256_i32gather_epi32((const int*)(wr[2 * p + 1] + 8 * g), block_offsets, 1);
+        __m256i dm0, dm1;
+        if constexpr (decltype(full)::value) {
+          dm0 = _mm256_i32gather_epi32((const int*)(wr[2 * p] + 8 * g), block_offsets, 1);
+          dm1 = _mm256_i32gather_epi32((const int*)(wr[2 * p + 1] + 8 * g), block_offsets, 1);
+        } else {
+          const __m256i z = _mm256_setzero_si256();
+          dm0 = _mm256_mask_i32gather_epi32(z, (const int*)(wr[2 * p] + 8 * g), block_offsets, live, 1);
+          dm1 = _mm256_mask_i32gather_epi32(z, (const int*)(wr[2 * p + 1] + 8 * g), block_offsets, live, 1);
+        }
         const __m512 d16 = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_cvtph_ps(_mm256_cvtepi32_epi16(dm0))),
                                               _mm256_cvtph_ps(_mm256_cvtepi32_epi16(dm1)), 1);
         if constexpr (W::kHasM) {
@@ -103,10 +118,14 @@ void lane8_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, siz
               _mm512_castps256_ps512(_mm256_cvtph_ps(_mm256_cvtepi32_epi16(_mm256_srli_epi32(dm0, 16)))),
               _mm256_cvtph_ps(_mm256_cvtepi32_epi16(_mm256_srli_epi32(dm1, 16))), 1);
         }
-        for (int j = 0; j < R; j++) prod[p][j] = _mm512_mul_ps(d16, _mm512_broadcast_f32x8(_mm256_loadu_ps(x[j].d + 8 * g)));
+        for (int j = 0; j < R; j++) {
+          const __m256 dx = decltype(full)::value ? _mm256_loadu_ps(x[j].d + 8 * g) : _mm256_maskz_loadu_ps(kx, x[j].d + 8 * g);
+          prod[p][j] = _mm512_mul_ps(d16, _mm512_broadcast_f32x8(dx));
+        }
       }
       #pragma GCC unroll 8
       for (int k = 0; k < 8; k++) {
+        if (!decltype(full)::value && k >= count) break;
         const __m512i lane = _mm512_setr_epi32(k, k, k, k, k, k, k, k, 8 + k, 8 + k, 8 + k, 8 + k, 8 + k, 8 + k, 8 + k, 8 + k);
         __m512 sc[NP][R];
         for (int p = 0; p < NP; p++) {
@@ -119,19 +138,9 @@ void lane8_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, siz
         }
         block(8 * g + k, sc, mw);
       }
-    }
-    for (int64_t b = 8 * ng; b < nb; b++) {  // blocks after the last 8
-      __m512 sc[NP][R];
-      float mr[4] = {0.f, 0.f, 0.f, 0.f};
-      for (int p = 0; p < NP; p++) {
-        const __m512 dw = _mm512_insertf32x8(_mm512_set1_ps(h2f(wr[2 * p][b].d)), _mm256_set1_ps(h2f(wr[2 * p + 1][b].d)), 1);
-        for (int j = 0; j < R; j++) sc[p][j] = _mm512_mul_ps(dw, _mm512_set1_ps(x[j].d[b]));
-        mr[2 * p] = W::m(wr[2 * p][b]);
-        mr[2 * p + 1] = W::m(wr[2 * p + 1][b]);
-      }
-      const __m128 mw = _mm_loadu_ps(mr);
-      block(b, sc, mw);
-    }
+    };
+    for (int64_t g = 0; g < ng; g++) group(g, 8, std::true_type{});
+    if (nb > 8 * ng) group(ng, (int)(nb - 8 * ng), std::false_type{});
     for (int j = 0; j < R; j++) {
       float m4[4];
       _mm_storeu_ps(m4, summ[j]);

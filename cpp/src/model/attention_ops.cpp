@@ -95,6 +95,18 @@ void weighted_rows_add_portable(const float* w, const float* v, int rows, int n,
   }
 }
 
+// out[d] for d < m, lane l's partial sum of column d at partial[l * stride + d].
+void reduce_lanes_portable(const float* partial, int m, int stride, float* out) {
+  for (int d = 0; d < m; d++) {
+    float t[8], u[4];
+    for (int i = 0; i < 8; i++) t[i] = partial[(size_t)(i + 8) * stride + d] + partial[(size_t)i * stride + d];
+    for (int i = 0; i < 4; i++) u[i] = t[i + 4] + t[i];
+    out[d] = (u[0] + u[2]) + (u[1] + u[3]);
+  }
+}
+
+void reduce_lanes_full_portable(const float* partial, int n, float* out) { reduce_lanes_portable(partial, n, n, out); }
+
 // ---- AVX2 + F16C -----------------------------------------------------------------------------
 
 #ifdef QD_ATTENTION_AVX2
@@ -321,11 +333,29 @@ QD_AVX512 void weighted_rows_add_avx512(const float* w, const float* v, int rows
     float* o = partial + (size_t)((lane0 + r0) % kLanes) * n;
     int d = 0;
     for (; d + 128 <= n; d += 128) lane_columns_avx512<8>(w, v + d, r0, rows, n, o + d);
+    if (d + 64 <= n) {
+      lane_columns_avx512<4>(w, v + d, r0, rows, n, o + d);
+      d += 64;
+    }
     for (; d + 16 <= n; d += 16) lane_columns_avx512<1>(w, v + d, r0, rows, n, o + d);
     for (; d < n; d++) {
       for (int r = r0; r < rows; r += kLanes) o[d] += w[r] * v[(size_t)r * n + d];
     }
   }
+}
+
+// reduce_lanes with 16 columns per step: the same tree, lane by lane.
+QD_AVX512 void reduce_lanes_avx512(const float* partial, int n, float* out) {
+  int d = 0;
+  for (; d + 16 <= n; d += 16) {
+    __m512 t[8];
+    for (int i = 0; i < 8; i++) {
+      t[i] = _mm512_add_ps(_mm512_loadu_ps(partial + (size_t)(i + 8) * n + d), _mm512_loadu_ps(partial + (size_t)i * n + d));
+    }
+    for (int i = 0; i < 4; i++) t[i] = _mm512_add_ps(t[i + 4], t[i]);
+    _mm512_storeu_ps(out + d, _mm512_add_ps(_mm512_add_ps(t[0], t[2]), _mm512_add_ps(t[1], t[3])));
+  }
+  if (d < n) reduce_lanes_portable(partial + d, n - d, n, out + d);
 }
 
 // ggml's swiglu on this ISA: silu by ggml_v_silu on 16 values at a time, the tail by expf.
@@ -351,6 +381,7 @@ struct Table {
   void (*softmax)(float*, int, int) = softmax_portable;
   void (*weighted_rows_add)(const float*, const float*, int, int, int, float*) = weighted_rows_add_portable;
   void (*silu_mul)(float*, const float*, int64_t) = silu_mul_portable;
+  void (*reduce_lanes)(const float*, int, float*) = reduce_lanes_full_portable;
 };
 
 // Chosen once from the active ISA (the CPU's best, or QD_FORCE_ISA): AVX-512, AVX2/FMA/F16C, portable.
@@ -371,6 +402,7 @@ const Table& table() {
       r.softmax = softmax_avx512;
       r.weighted_rows_add = weighted_rows_add_avx512;
       r.silu_mul = silu_mul_avx512;
+      r.reduce_lanes = reduce_lanes_avx512;
     }
 #endif
     return r;
@@ -394,16 +426,7 @@ void weighted_rows_add(const float* w, const float* v, int rows, int n, int lane
   table().weighted_rows_add(w, v, rows, n, lane0, partial);
 }
 
-void reduce_lanes(const float* partial, int n, float* out) {
-  const float* p[kLanes];
-  for (int l = 0; l < kLanes; l++) p[l] = partial + (size_t)l * n;
-  for (int d = 0; d < n; d++) {
-    float t[8], u[4];
-    for (int i = 0; i < 8; i++) t[i] = p[i + 8][d] + p[i][d];
-    for (int i = 0; i < 4; i++) u[i] = t[i + 4] + t[i];
-    out[d] = (u[0] + u[2]) + (u[1] + u[3]);
-  }
-}
+void reduce_lanes(const float* partial, int n, float* out) { table().reduce_lanes(partial, n, out); }
 
 void silu_mul(float* gate, const float* up, int64_t n) { table().silu_mul(gate, up, n); }
 

@@ -4,6 +4,10 @@
 #include <cmath>
 #include <vector>
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#endif
+
 #include "cpu/convert.h"
 #include "quant/fp16.h"
 
@@ -91,8 +95,11 @@ void gelu_tanh_mul(float* gate, const float* up, int64_t n) {
   }
 }
 
-void rope(float* x, int n_rows, int n_heads, int head_dim, int n_rot, bool neox, const float* cos,
-          const float* sin) {
+namespace {
+
+template <class Fma>
+inline __attribute__((always_inline)) void rope_rows(float* x, int n_rows, int n_heads, int head_dim, int n_rot,
+                                                      bool neox, const float* cos, const float* sin, Fma fma) {
   const int half = n_rot / 2;
   // NEOX pairs element i with i + n_rot/2; normal mode pairs neighbours 2i and 2i+1.
   const int stride = neox ? half : 1;
@@ -108,11 +115,32 @@ void rope(float* x, int n_rows, int n_heads, int head_dim, int n_rot, bool neox,
         const float x0 = *a, x1 = *b;
         // ggml's rotate_pairs as GCC contracts it (-march=native): one product rounded, the
         // other fused.
-        *a = std::fma(x0, c[i], -(x1 * s[i]));
-        *b = std::fma(x0, s[i], x1 * c[i]);
+        *a = fma(x0, c[i], -(x1 * s[i]));
+        *b = fma(x0, s[i], x1 * c[i]);
       }
     }
   }
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+// The same values; compiled for FMA, std::fma is one instruction instead of a library call.
+__attribute__((target("fma"))) void rope_rows_fma(float* x, int n_rows, int n_heads, int head_dim, int n_rot,
+                                                  bool neox, const float* cos, const float* sin) {
+  rope_rows(x, n_rows, n_heads, head_dim, n_rot, neox, cos, sin, [](float a, float b, float c) __attribute__((target("fma"))) {
+    return _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(a), _mm_set_ss(b), _mm_set_ss(c)));
+  });
+}
+#endif
+
+}  // namespace
+
+void rope(float* x, int n_rows, int n_heads, int head_dim, int n_rot, bool neox, const float* cos,
+          const float* sin) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  static const bool fma = __builtin_cpu_supports("fma");
+  if (fma) return rope_rows_fma(x, n_rows, n_heads, head_dim, n_rot, neox, cos, sin);
+#endif
+  rope_rows(x, n_rows, n_heads, head_dim, n_rot, neox, cos, sin, [](float a, float b, float c) { return std::fma(a, b, c); });
 }
 
 }  // namespace qd::model
