@@ -2,7 +2,8 @@
 //
 // Contract (batch invariance, see DESIGN.md): y[i][r] depends only on x[i] and weight row r,
 // computed in one fixed reduction order, whatever n and the thread count are (on a given ISA;
-// ISAs differ in the last bits).
+// ISAs differ in the last bits). On AVX-512 that order is llama.cpp's prompt path's for Q4_1,
+// Q5_1, Q5_0, Q8_0 and the K-quants but Q2_K (x86_avx512_lane8.h, x86_avx512_krows.h).
 //
 // Numerics: for quantized weights each activation row is first quantized to 8 bits per value,
 // per block (Q8_0 blocks of 32 for the 32-element types, Q8_K blocks of 256 for the K-quants),
