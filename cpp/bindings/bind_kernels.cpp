@@ -148,7 +148,6 @@ void register_kernels(py::module_& m) {
           parts["dsums"] = py::array_t<float>(cols / 16, a.dsums);
           parts["qsg"] = py::array_t<int8_t>(cols, a.qsg);
           parts["qsg16"] = py::array_t<int8_t>(cols, a.qsg16);
-          parts["dsums32"] = py::array_t<float>(cols / 32, a.dsums32);
           parts["osg16"] = py::array_t<int32_t>(cols / 16, a.osg16);
         }
         return parts;

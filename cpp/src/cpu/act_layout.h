@@ -10,7 +10,6 @@
 //   Q8_K: qs[cols] int8 | d[cols/256] float | bsums[cols/16] int16 (sum of each 16 qs)
 //         | dsums[cols/16] float (d * bsums: lets kernels apply per-group offsets with one FMA)
 //         | qsg[cols] int8 (qs, group order) | qsg16[cols] int8 (qs, group-of-16 order)
-//         | dsums32[cols/32] float (d * sum of each 32 qs: Q4_K's mins, two super-blocks per FMA)
 //         | osg16[cols/16] int32 (-32 * bsums in group-of-16 lane order: Q6_K's offset as the
 //           integer start of its dot products)
 // "Group order" (qsg): each whole group of 256 values, seen as 8 blocks of 32, is stored as 4
@@ -52,7 +51,6 @@ struct ActQ8_K {
   const float* dsums;     // [cols / 16]
   const int8_t* qsg;      // [cols], group order
   const int8_t* qsg16;    // [cols], group-of-16 order
-  const float* dsums32;   // [cols / 32]
   const int32_t* osg16;   // [cols / 16], group-of-16 lane order
 };
 
@@ -66,8 +64,8 @@ static inline void act_regions(ActFormat f, int64_t cols, size_t out[8]) {
     const size_t r[] = {c, c / 32 * 4, c / 32 * 4, c / 32 * 32, c / 32 * 8, c, c / 32 * 4, c};
     for (int i = 0; i < 8; i++) out[i] = r[i];
   } else if (f == ActFormat::q8_K) {
-    const size_t r[] = {c, c / 256 * 4, c / 16 * 2, c / 16 * 4, c, c, c / 32 * 4, c / 16 * 4};
-    for (int i = 0; i < 8; i++) out[i] = r[i];
+    const size_t r[] = {c, c / 256 * 4, c / 16 * 2, c / 16 * 4, c, c, c / 16 * 4};
+    for (int i = 0; i < 7; i++) out[i] = r[i];
   } else {
     out[0] = c * 4;
   }
@@ -101,16 +99,14 @@ static inline ActQ8_0 act_q8_0(const uint8_t* row, int64_t cols) {
 static inline ActQ8_K act_q8_K(const uint8_t* row, int64_t cols) {
   size_t o[8];
   act_offsets(ActFormat::q8_K, cols, o);
-  return {(const int8_t*)row, (const float*)(row + o[1]), (const int16_t*)(row + o[2]),
-          (const float*)(row + o[3]), (const int8_t*)(row + o[4]), (const int8_t*)(row + o[5]),
-          (const float*)(row + o[6]), (const int32_t*)(row + o[7])};
+  return {(const int8_t*)row,         (const float*)(row + o[1]), (const int16_t*)(row + o[2]),
+          (const float*)(row + o[3]),   (const int8_t*)(row + o[4]), (const int8_t*)(row + o[5]),
+          (const int32_t*)(row + o[6])};
 }
 
-// dsums32 and osg16 of a Q8_K row from its d and bsums (cols a multiple of 256).
+// osg16 of a Q8_K row from its bsums (cols a multiple of 256).
 static inline void act_fill_k_sums(const ActQ8_K& v, int64_t cols) {
-  float* dsums32 = const_cast<float*>(v.dsums32);
   int32_t* osg16 = const_cast<int32_t*>(v.osg16);
-  for (int64_t i = 0; i < cols / 32; i++) dsums32[i] = v.d[i / 8] * (float)(v.bsums[2 * i] + v.bsums[2 * i + 1]);
   for (int64_t g = 0; g < cols / 16; g += 16) {
     for (int p = 0; p < 16; p++) osg16[g + p] = -32 * v.bsums[g + 4 * (p % 4) + p / 4];
   }

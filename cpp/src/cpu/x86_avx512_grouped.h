@@ -2,19 +2,16 @@
 // 32-bit lane of a dot product stays within one 32-weight block, so a group costs 4 VNNI dot
 // products and one scale multiply per activation row, whatever the block type.
 //
-// (Q4_1, Q5_1, Q5_0, Q8_0, Q4_K, Q5_K and Q6_K take llama.cpp's own orders instead: x86_avx512_lane8.h,
-// x86_avx512_krows.h.)
+// (Q4_1, Q5_1, Q5_0, Q8_0 and the K-quants but Q2_K take llama.cpp's own orders instead:
+// x86_avx512_lane8.h, x86_avx512_krows.h, which use the unpacking helpers here.)
 //
 //   32-blocks (Q4_0, IQ4_NL), groups of 8 blocks: each weight is written
 //     w = d * u + c with u unsigned (u8 operand of dpbusd) and c a per-block offset; then
 //       sum w x = sum_lanes (d dx)_lane * dot_lane  +  sum_blocks c * s   (s = dx * sum xq)
 //     one FMA into a 16-lane accumulator and one into an 8-lane one per group. Blocks after the
 //     last whole group go through q32x2_step (x86_avx512.h).
-//   IQ4_XS (k8g_tile): a super-block is one group (its 8 sub-blocks); scales per
-//     lane, mins (IQ4_XS: the +128 that makes its codebook unsigned) through dsums32.
-//   Q3_K, Q2_K (k16g_tile): a super-block is one group of 16 x 16 weights ("group-of-16
-//     order"); the -32 / -4 offsets exactly, as the integer start of each dot product (osg16);
-//     Q2_K's mins through dsums.
+//   Q2_K (k16g_tile): a super-block is one group of 16 x 16 weights ("group-of-16 order"); its
+//     mins through dsums.
 //
 // Order per (row, column), identical for every tile height R (batch invariance): exact integer
 // dot per group, the FMAs above group by group, then a fixed horizontal sum of each accumulator.
@@ -244,14 +241,6 @@ inline void k_rows_finish(bool last, __m512 acc[NW][R], __m512 (*st)[1][R], floa
   }
 }
 
-// Weight rows per pass. Two share each activation load, which pays where the tile is
-// compute-bound and both rows' unpacked weights still fit the 32 vector registers next to the
-// accumulators. Measured on Qwen2.5-Coder-1.5B (2 threads): Q6_K at 6..8 rows gains (a few
-// spills at 7 and 8 included); Q4_K (its wmin vectors too) spills heavily at 6..8 and loses; at
-// 1..5 rows the forward pass is bound by the weight stream and two rows at a time lose too.
-template <int R>
-constexpr int kWeightRowsQ6K = R >= 6 && R <= 8 ? 2 : 1;
-
 // Bit s of the 8 bytes qh[8v .. 8v + 7] (s = the qword lane) as a byte mask over a group-order
 // vector v: the fifth bits of Q5_K.
 inline __mmask64 q5k_high_bits(const uint8_t* qh, int v) {
@@ -261,115 +250,6 @@ inline __mmask64 q5k_high_bits(const uint8_t* qh, int v) {
   uint64_t bytes;
   std::memcpy(&bytes, qh + 8 * v, 8);
   return _mm512_test_epi8_mask(_mm512_set1_epi64((long long)bytes), lane_bit);
-}
-
-// The K-quants with 8 sub-blocks of 32 (one group = one super-block): unpack() gives the weights
-// u (unsigned, group order), wsc (lanes 2s, 2s + 1: the float scale of sub-block s) and wmin
-// (lane s: what sub-block s subtracts per unit of the activations' dsums32), so that
-//   sum w x = sum_lanes wsc dx dot_lane - sum_s wmin_s dsums32_s.
-// Q4_K and Q5_K share d, dmin, the 12 scale bytes and the nibbles (at another offset).
-inline void q4k_like_unpack(uint16_t d, uint16_t dmin, const uint8_t* scales, const uint8_t* qs, __m512i q[4], __m512& wsc,
-                            __m256& wmin) {
-  const __m128i pairs_lo = _mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
-  const __m128i sm128 = q4k_scales_mins_v(scales);
-  q4k_group_order(qs, q);
-  wsc = _mm512_mul_ps(_mm512_set1_ps(h2f(d)), _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_shuffle_epi8(sm128, pairs_lo))));
-  wmin = _mm256_mul_ps(_mm256_set1_ps(h2f(dmin)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(sm128, 8))));
-}
-
-struct G8IQ4XS {  // w = d (ls_s - 32) kvalues[i] = d ls'_s (u - 128), u = kvalues[i] + 128
-  using Block = quant::block_iq4_xs;
-  static void unpack(const Block& blk, __m512i q[4], __m512& wsc, __m256& wmin) {
-    // sub-block s is laid out as an IQ4_NL block: 4 of them per 512-bit load (as nibble_group)
-    const __m512i m4 = _mm512_set1_epi8(15);
-    const __m512i z0 = _mm512_loadu_si512((const void*)blk.qs), z1 = _mm512_loadu_si512((const void*)(blk.qs + 64));
-    const __m512i lo0 = _mm512_and_si512(z0, m4), lo1 = _mm512_and_si512(z1, m4);
-    const __m512i hi0 = _mm512_and_si512(_mm512_srli_epi16(z0, 4), m4), hi1 = _mm512_and_si512(_mm512_srli_epi16(z1, 4), m4);
-    const __m512i even = _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14), odd = _mm512_setr_epi64(1, 3, 5, 7, 9, 11, 13, 15);
-    const __m512i table = _mm512_broadcast_i32x4(
-        _mm_add_epi8(_mm_loadu_si128((const __m128i*)quant::kvalues_iq4nl), _mm_set1_epi8((char)128)));
-    q[0] = _mm512_shuffle_epi8(table, _mm512_permutex2var_epi64(lo0, even, lo1));
-    q[1] = _mm512_shuffle_epi8(table, _mm512_permutex2var_epi64(lo0, odd, lo1));
-    q[2] = _mm512_shuffle_epi8(table, _mm512_permutex2var_epi64(hi0, even, hi1));
-    q[3] = _mm512_shuffle_epi8(table, _mm512_permutex2var_epi64(hi0, odd, hi1));
-    // ls_s: nibble s % 2 of scales_l[s / 2], bits 2s, 2s + 1 of scales_h above it
-    uint32_t l;
-    std::memcpy(&l, blk.scales_l, 4);
-    const __m128i lo8 = _mm_unpacklo_epi8(_mm_cvtsi32_si128((int)(l & 0x0F0F0F0F)), _mm_cvtsi32_si128((int)((l >> 4) & 0x0F0F0F0F)));
-    const __m128i hi16 = _mm_and_si128(_mm_srlv_epi16(_mm_set1_epi16((short)blk.scales_h), _mm_setr_epi16(0, 2, 4, 6, 8, 10, 12, 14)),
-                                       _mm_set1_epi16(3));
-    const __m128i ls = _mm_sub_epi16(_mm_or_si128(_mm_cvtepu8_epi16(lo8), _mm_slli_epi16(hi16, 4)), _mm_set1_epi16(32));
-    const __m256 dl = _mm256_mul_ps(_mm256_set1_ps(h2f(blk.d)), _mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(ls)));
-    wsc = per_block_lanes(dl);
-    wmin = _mm256_mul_ps(dl, _mm256_set1_ps(128.f));
-  }
-};
-
-// The offsets of two super-blocks share one FMA (lanes 0..7: wmin of super-block b, lanes 8..15:
-// of b + 1), subtracted in the same accumulator, against the activations' dsums32; a lone last
-// super-block has zeros above. Pairs start at even b in every column block, so the order is fixed
-// per (row, column).
-template <class W, int R>
-void k8g_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
-  using Block = typename W::Block;
-  const int64_t nb = w.cols / 256;
-  ActQ8_K x[R];
-  for (int j = 0; j < R; j++) x[j] = act_q8_K(act + (size_t)j * stride, w.cols);
-  auto body = [&](auto nw, int64_t r, int64_t b0, int64_t b1, bool first, bool last, __m512 (*st)[1][R]) {
-    constexpr int NW = decltype(nw)::value;
-    const Block* wb[NW];
-    const uint8_t* ahead[NW];
-    __m512 acc[NW][R];
-    k_rows_start<Block, NW, R>(w, r, first, st, wb, ahead, acc);
-    auto main_block = [&](int64_t b, __m256 wmin[NW]) {
-      __m512i q[NW][4];
-      __m512 wsc[NW];
-      #pragma GCC unroll 2
-      for (int i = 0; i < NW; i++) {
-        const Block& blk = wb[i][b];
-        if (ahead[i]) prefetch_range(ahead[i] + b * sizeof(blk), sizeof(blk));
-        W::unpack(blk, q[i], wsc[i], wmin[i]);
-      }
-      for (int j = 0; j < R; j++) {
-        __m512i sumi[NW];
-        group_dots<NW>(q, x[j].qsg + 256 * b, _mm512_setzero_si512(), sumi);
-        const __m512 dx = _mm512_set1_ps(x[j].d[b]);
-        #pragma GCC unroll 2
-        for (int i = 0; i < NW; i++)
-          acc[i][j] = _mm512_fmadd_ps(_mm512_mul_ps(wsc[i], dx), _mm512_cvtepi32_ps(sumi[i]), acc[i][j]);
-      }
-    };
-    for (int64_t b = b0; b < b1; b += 2) {
-      const bool pair = b + 1 < b1;
-      __m256 wmin0[NW], wmin1[NW];
-      main_block(b, wmin0);
-      if (pair) {
-        main_block(b + 1, wmin1);
-      } else {
-        #pragma GCC unroll 2
-        for (int i = 0; i < NW; i++) wmin1[i] = _mm256_setzero_ps();
-      }
-      __m512 wmin[NW];
-      #pragma GCC unroll 2
-      for (int i = 0; i < NW; i++) wmin[i] = _mm512_insertf32x8(_mm512_castps256_ps512(wmin0[i]), wmin1[i], 1);
-      for (int j = 0; j < R; j++) {
-        const __m512 ds = pair ? _mm512_loadu_ps(x[j].dsums32 + 8 * b)
-                               : _mm512_zextps256_ps512(_mm256_loadu_ps(x[j].dsums32 + 8 * b));
-        #pragma GCC unroll 2
-        for (int i = 0; i < NW; i++) acc[i][j] = _mm512_fnmadd_ps(wmin[i], ds, acc[i][j]);
-      }
-    }
-    k_rows_finish<NW, R>(last, acc, st, y, ldy, r);
-  };
-  column_blocked<1, R, 1>(r0, r1, nb, body);
-}
-
-template <class Tag, class W>
-void k8g_gemm(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t stride, int64_t n, float* y,
-              int64_t ldy) {
-  for_each_tile<Tag>(n, [&](auto rc, int64_t i0) {
-    k8g_tile<W, decltype(rc)::value>(w, r0, r1, act + (size_t)i0 * stride, stride, y + i0 * ldy, ldy);
-  });
 }
 
 // 4 vectors of 64 plain-order weights -> group-of-16 order (act_layout.h): a 4x4 transpose of
@@ -399,11 +279,12 @@ inline void q6k_plain(const quant::block_q6_K& blk, __m512i z[4]) {
   }
 }
 
-// The K-quants with 16 groups of 16 (Q6_K, Q3_K, Q2_K), one super-block = one group in
-// group-of-16 order: unpack() gives the unsigned weights u and wsc (lane p: the float scale of
-// group sigma(p)); the shift that made them unsigned enters exactly, as the integer start of each
-// group's dot product (offset(): a multiple of the activations' -32 * bsums, osg16); mins (Q2_K)
-// as wmin (lane g: dmin m_g, plain order) against dsums, subtracted from the same accumulator.
+// The K-quants with 16 groups of 16, one super-block = one group in group-of-16 order (Q2_K here;
+// Q6_K and Q3_K in x86_avx512_krows.h): unpack() gives the unsigned weights u and wsc (lane p: the
+// float scale of group sigma(p)); a shift that made them unsigned would enter exactly, as the
+// integer start of each group's dot product (offset(): a multiple of the activations' -32 * bsums,
+// osg16); mins as wmin (lane g: dmin m_g, plain order) against dsums, subtracted from the same
+// accumulator.
 inline __m512 sigma_scales(__m128i sc8, float d) {
   const __m128i sigma = _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
   return _mm512_mul_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_shuffle_epi8(sc8, sigma))));
@@ -420,29 +301,6 @@ inline void low2_plain(const uint8_t* qs, __m512i z[4]) {
     z[2 * h + 1] = _mm512_and_si512(_mm512_srlv_epi64(bits, sh23), m3);
   }
 }
-
-struct G16Q3K {  // w = d sc_g (u - 4), u = low 2 bits + 4 * hmask bit
-  using Block = quant::block_q3_K;
-  static constexpr bool kMins = false;
-  template <int R>
-  static constexpr int kWeightRows = 1;
-  static void unpack(const Block& blk, __m512i q[4], __m512& wsc, __m512&) {
-    __m512i z[4];
-    low2_plain(blk.qs, z);
-    // element 32k + l has bit k of hmask[l]; z[c] holds chunks 2c, 2c + 1
-    const __m512i hm = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i*)blk.hmask));
-    const __m512i four = _mm512_set1_epi8(4);
-    for (int c = 0; c < 4; c++) {
-      const __m512i bit = _mm512_inserti64x4(_mm512_set1_epi8((char)(1 << (2 * c))), _mm256_set1_epi8((char)(2 << (2 * c))), 1);
-      z[c] = _mm512_mask_add_epi8(z[c], _mm512_test_epi8_mask(hm, bit), z[c], four);
-    }
-    to_group16_order(z, q);
-    const __m128i sc = q3k_scales_v(blk.scales);
-    wsc = sigma_scales(sc, h2f(blk.d));
-  }
-  // -4 * bsums = (-32 * bsums) / 8, exactly
-  static __m512i offset(const int32_t* osg16) { return _mm512_srai_epi32(_mm512_loadu_si512((const void*)osg16), 3); }
-};
 
 struct G16Q2K {  // w = d sc_g u - dmin m_g
   using Block = quant::block_q2_K;
@@ -512,9 +370,7 @@ void add_avx512_grouped_kernels(KernelTable& t) {
   auto set = [&](Type type, GemmRowsFn fn, ActFormat act) { t.gemm[(uint32_t)type] = {fn, act}; };
   set(Type::Q4_0, q32g_gemm<Tag, WQ4_0>, ActFormat::q8_0);
   set(Type::IQ4_NL, q32g_gemm<Tag, WIQ4_NL>, ActFormat::q8_0);
-  set(Type::IQ4_XS, k8g_gemm<Tag, G8IQ4XS>, ActFormat::q8_K);
   set(Type::Q2_K, k16g_gemm<Tag, G16Q2K>, ActFormat::q8_K);
-  set(Type::Q3_K, k16g_gemm<Tag, G16Q3K>, ActFormat::q8_K);
 }
 
 }  // namespace

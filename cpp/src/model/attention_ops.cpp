@@ -15,8 +15,6 @@ namespace qd::model {
 
 namespace {
 
-constexpr int kLanes = 16;  // weighted_rows_add's partial sums: key index mod 16
-
 float reduce8(const float* acc) {
   return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
 }

@@ -1,7 +1,8 @@
 // The inner loops of attention over an F16 KV cache, each with a portable version and AVX2/FMA
 // and AVX-512 versions, one set chosen once at run time. The versions differ in the last bits
 // (fused multiply-adds, 8 or 16 lanes); each one's order depends only on its inputs' lengths, so
-// a query's result never depends on the batch or the thread count.
+// a query's result never depends on the batch or the thread count. (The dispatch table also holds
+// ops.h's silu_mul, whose AVX-512 version shares the softmax's ggml_v_expf.)
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -38,6 +39,10 @@ void half_to_float_rows(const uint16_t* src, size_t src_stride, float* dst, int 
 // out[r] = scale * (q . k[r]) for r < rows; k rows are n floats apart. Each dot keeps 8 (16)
 // partial sums (lane i % 8 or i % 16) reduced in a fixed order.
 void scaled_dots(const float* q, const float* k, int rows, int n, float scale, float* out);
+
+// Weighted values are summed in this many partial sums per query, by key index mod kLanes: the
+// lanes of llama.cpp's F16 KQV matmul (tinyBLAS, 16 floats on AVX-512).
+constexpr int kLanes = 16;
 
 // x[0..n) -> softmax(x): exp(x - max) / sum. phase = the lane (key index mod 16) of x[0]: the
 // AVX-512 version sums in llama.cpp's 16-lane chunks, aligned to key 0.

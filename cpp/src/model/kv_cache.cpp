@@ -31,7 +31,6 @@ namespace {
 // of context on the 1.5B; 32 rows slower for verification, where each lane's weighted values are
 // loaded and stored once per chunk). The chunking never changes a result bit.
 constexpr int kKeyChunk = 64;
-constexpr int kLanes = 16;  // partial sums of weighted values per query (key index mod 16)
 
 // Query rows [i0, i1) (at positions pos0 + i) against one KV head: the G query heads of each row
 // that share it, and all the block's rows, use each cached key and value row converted from F16
@@ -84,7 +83,7 @@ void attend_block(const KvCache& kv, int il, const float* q, size_t q_row, int i
   });
   // Per (row, head): 16 partial sums of weighted values, by key index mod 16 (see weighted_rows_add).
   thread_local std::vector<float> part;
-  const size_t part_size = (size_t)kLanes * hd;
+  const size_t part_size = (size_t)model::kLanes * hd;
   part.assign((size_t)(i1 - i0) * G * part_size, 0.0f);
   auto part_at = [&](int i, int h) { return part.data() + ((size_t)(i - i0) * G + h) * part_size; };
   for (int i = i0; i < i1; i++) {
@@ -93,12 +92,12 @@ void attend_block(const KvCache& kv, int il, const float* q, size_t q_row, int i
       float* s = buf.data() + score_at[(size_t)(i - i0)] + (size_t)h * nk;
       // Rounded to half before weighting the values, as llama.cpp's softmax followed by its KQV
       // matmul against F16 values does.
-      model::softmax(s, nk, j0 % kLanes);
+      model::softmax(s, nk, j0 % model::kLanes);
       model::round_to_half(s, nk);
     }
   }
   over_chunks(&KvCache::v, [&](int a, int i, int h, float* s, const float* v, int m) {
-    model::weighted_rows_add(s, v, m, hd, a % kLanes, part_at(i, h));
+    model::weighted_rows_add(s, v, m, hd, a % model::kLanes, part_at(i, h));
   });
   for (int i = i0; i < i1; i++) {
     for (int h = 0; h < G; h++) model::reduce_lanes(part_at(i, h), hd, out_at(i, h));

@@ -8,6 +8,7 @@
 #include <immintrin.h>
 #endif
 
+#include "common/cpu_features.h"
 #include "cpu/convert.h"
 #include "quant/fp16.h"
 
@@ -137,8 +138,7 @@ __attribute__((target("fma"))) void rope_rows_fma(float* x, int n_rows, int n_he
 void rope(float* x, int n_rows, int n_heads, int head_dim, int n_rot, bool neox, const float* cos,
           const float* sin) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  static const bool fma = __builtin_cpu_supports("fma");
-  if (fma) return rope_rows_fma(x, n_rows, n_heads, head_dim, n_rot, neox, cos, sin);
+  if (cpu_features().fma) return rope_rows_fma(x, n_rows, n_heads, head_dim, n_rot, neox, cos, sin);
 #endif
   rope_rows(x, n_rows, n_heads, head_dim, n_rot, neox, cos, sin, [](float a, float b, float c) { return std::fma(a, b, c); });
 }
