@@ -15,22 +15,22 @@
 #include "sampling/logit_processor.h"
 #include "gguf/gguf_file.h"
 #include "model/model.h"
-#include "spec/compat.h"
-#include "spec/context_source.h"
-#include "spec/drafter_hybrid.h"
-#include "spec/drafter_model.h"
-#include "spec/drafter_ngram.h"
-#include "spec/generator.h"
-#include "spec/self_draft.h"
-#include "spec/table_source.h"
-#include "spec/token_text.h"
-#include "spec/tokenizer_text.h"
+#include "speculative/compat.h"
+#include "speculative/context_source.h"
+#include "speculative/drafter_hybrid.h"
+#include "speculative/drafter_model.h"
+#include "speculative/drafter_ngram.h"
+#include "speculative/generator.h"
+#include "speculative/self_draft.h"
+#include "speculative/verifier.h"
+#include "testing/piece_streams.h"
+#include "testing/table_source.h"
+#include "tokenizer/token_stream.h"
 #include "tokenizer/tokenizer.h"
-#include "spec/verifier.h"
 
 namespace py = pybind11;
 using qd::sampling::SamplerParams;
-using namespace qd::spec;
+using namespace qd::speculative;
 
 namespace {
 
@@ -44,7 +44,7 @@ py::str to_str(const std::string& s) {
 struct SpecEngine {
   std::unique_ptr<LogitSource> target;
   std::unique_ptr<Drafter> drafter;
-  std::unique_ptr<TokenText> text;
+  std::unique_ptr<qd::TokenStreamSource> text;
   std::shared_ptr<const qd::Tokenizer> tok;  // null for models without tokenizer metadata
   std::unique_ptr<Generator> gen;
   std::string drafter_name = "none";
@@ -150,11 +150,11 @@ void finish_engine(SpecEngine& e, const EngineConfig& c) {
   e.gen = std::make_unique<Generator>(*e.target, e.drafter.get(), e.text.get(), g);
 }
 
-std::unique_ptr<TableSource> table_source(py::array_t<float, py::array::c_style | py::array::forcecast> t, int n_ctx) {
+std::unique_ptr<qd::testing::TableSource> table_source(py::array_t<float, py::array::c_style | py::array::forcecast> t, int n_ctx) {
   if (t.ndim() != 3 || t.shape(0) != t.shape(1) || t.shape(1) != t.shape(2))
     throw qd::ArgError("a table model is a [V][V][V] array (previous token, token, next-token logits)");
   const int v = (int)t.shape(0);
-  return std::make_unique<TableSource>(std::vector<float>(t.data(), t.data() + t.size()), v, n_ctx);
+  return std::make_unique<qd::testing::TableSource>(std::vector<float>(t.data(), t.data() + t.size()), v, n_ctx);
 }
 
 // Test hook: an engine over table models. draft: None, "ngram", a table (model drafter), or
@@ -176,7 +176,7 @@ std::unique_ptr<SpecEngine> engine_from_tables(py::array_t<float, py::array::c_s
   } else {
     e->drafter = model_drafter(draft);
   }
-  if (!pieces.is_none()) e->text = std::make_unique<PieceText>(pieces.cast<std::vector<std::string>>());
+  if (!pieces.is_none()) e->text = std::make_unique<qd::testing::PieceStreams>(pieces.cast<std::vector<std::string>>());
   finish_engine(*e, c);
   return e;
 }
@@ -202,7 +202,7 @@ std::unique_ptr<SpecEngine> engine_from_models(const std::string& target_path, c
   std::shared_ptr<const qd::Model> target = qd::Model::load(target_path);
   if (target->file().find("tokenizer.ggml.tokens")) {
     e->tok = std::make_shared<qd::Tokenizer>(target->file());
-    e->text = std::make_unique<TokenizerText>(e->tok);
+    e->text = std::make_unique<qd::TokenizerStreams>(e->tok);
   }
   EngineConfig cfg = c;
   if (e->tok) cfg.stop_ids = e->tok->eog_ids();

@@ -1,6 +1,6 @@
 // A loaded model (weights viewed in place in the GGUF mapping) and the contexts that run it.
 //
-// CONTRACT shared by the forward pass (cpp/src/model/) and the speculative loop (cpp/src/spec/).
+// CONTRACT shared by the forward pass (cpp/src/model/) and the speculative loop (cpp/src/speculative/).
 // The forward-pass work fills in the implementation; change signatures only together.
 //
 //   auto model = qd::Model::load("m.gguf");              // validates, maps, no weight copy

@@ -1,4 +1,4 @@
-#include "spec/compat.h"
+#include "speculative/compat.h"
 
 #include <cstdint>
 #include <optional>
@@ -6,7 +6,7 @@
 
 #include "common/error.h"
 
-namespace qd::spec {
+namespace qd::speculative {
 
 namespace {
 
@@ -50,4 +50,4 @@ void check_compatible(const gguf::File& target, const gguf::File& draft) {
   }
 }
 
-}  // namespace qd::spec
+}  // namespace qd::speculative

@@ -1,6 +1,6 @@
-#include "spec/token_text.h"
+#include "testing/piece_streams.h"
 
-namespace qd::spec {
+namespace qd::testing {
 
 namespace {
 class PieceStream : public TokenStream {
@@ -16,8 +16,8 @@ class PieceStream : public TokenStream {
 };
 }  // namespace
 
-std::unique_ptr<TokenStream> PieceText::stream(const std::vector<int32_t>&) const {
+std::unique_ptr<TokenStream> PieceStreams::open(const std::vector<int32_t>&) const {
   return std::make_unique<PieceStream>(&pieces_);
 }
 
-}  // namespace qd::spec
+}  // namespace qd::testing

@@ -8,10 +8,10 @@
 #include <memory>
 #include <string>
 
-#include "spec/drafter.h"
-#include "spec/logit_source.h"
+#include "speculative/drafter.h"
+#include "speculative/logit_source.h"
 
-namespace qd::spec {
+namespace qd::speculative {
 
 class ModelDrafter : public Drafter {
  public:
@@ -43,4 +43,4 @@ class ModelDrafter : public Drafter {
   double step_seconds_ = -1.0;   // last measured time of one single-token eval, < 0 unknown
 };
 
-}  // namespace qd::spec
+}  // namespace qd::speculative

@@ -10,9 +10,9 @@
 
 #include "sampling/logit_processor.h"
 #include "sampling/rng.h"
-#include "spec/verifier.h"
+#include "speculative/verifier.h"
 
-namespace qd::spec {
+namespace qd::speculative {
 
 // What a drafter needs to draw its tokens the way the verifier expects them.
 struct DraftRequest {
@@ -40,4 +40,4 @@ class Drafter {
   virtual bool prefill(const std::vector<int32_t>& history, int max_tokens) { return true; }
 };
 
-}  // namespace qd::spec
+}  // namespace qd::speculative

@@ -17,7 +17,7 @@
 #pragma once
 #include <vector>
 
-namespace qd::spec {
+namespace qd::speculative {
 
 struct DraftLengthOptions {
   int draft_max = 8;
@@ -81,4 +81,4 @@ class DraftLength {
   std::vector<int> n_v_;                    // [draft_max + 2] measurements of each
 };
 
-}  // namespace qd::spec
+}  // namespace qd::speculative

@@ -1,11 +1,11 @@
-#include "spec/table_source.h"
+#include "testing/table_source.h"
 
 #include <algorithm>
 #include <string>
 
 #include "common/error.h"
 
-namespace qd::spec {
+namespace qd::testing {
 
 TableSource::TableSource(std::vector<float> table, int n_vocab, int n_ctx)
     : table_(std::move(table)), n_vocab_(n_vocab), n_ctx_(n_ctx) {
@@ -35,4 +35,4 @@ void TableSource::truncate(int n_past) {
   tokens_.resize(n_past);
 }
 
-}  // namespace qd::spec
+}  // namespace qd::testing

@@ -14,7 +14,7 @@
 #include "sampling/logit_processor.h"
 #include "sampling/rng.h"
 
-namespace qd::spec {
+namespace qd::speculative {
 
 using sampling::Distribution;
 
@@ -70,4 +70,4 @@ class Verifier {
   std::vector<float> dense_;
 };
 
-}  // namespace qd::spec
+}  // namespace qd::speculative

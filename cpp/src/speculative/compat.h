@@ -6,11 +6,11 @@
 #pragma once
 #include "gguf/gguf_file.h"
 
-namespace qd::spec {
+namespace qd::speculative {
 
 constexpr int kMaxVocabPadding = 128;
 
 // Throws IncompatibleModelsError saying what differs.
 void check_compatible(const gguf::File& target, const gguf::File& draft);
 
-}  // namespace qd::spec
+}  // namespace qd::speculative

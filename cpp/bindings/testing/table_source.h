@@ -5,11 +5,11 @@
 #pragma once
 #include <vector>
 
-#include "spec/logit_source.h"
+#include "speculative/logit_source.h"
 
-namespace qd::spec {
+namespace qd::testing {
 
-class TableSource : public LogitSource {
+class TableSource : public speculative::LogitSource {
  public:
   TableSource(std::vector<float> table, int n_vocab, int n_ctx);
 
@@ -25,4 +25,4 @@ class TableSource : public LogitSource {
   std::vector<int32_t> tokens_;
 };
 
-}  // namespace qd::spec
+}  // namespace qd::testing

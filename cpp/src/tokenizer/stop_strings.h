@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-namespace qd::spec {
+namespace qd {
 
 class StopStrings {
  public:
@@ -25,4 +25,4 @@ class StopStrings {
   bool stopped_ = false;
 };
 
-}  // namespace qd::spec
+}  // namespace qd

@@ -1,8 +1,8 @@
-#include "spec/drafter_hybrid.h"
+#include "speculative/drafter_hybrid.h"
 
 #include "common/error.h"
 
-namespace qd::spec {
+namespace qd::speculative {
 
 HybridDrafter::HybridDrafter(std::unique_ptr<ModelDrafter> model, NgramDrafter ngram)
     : model_(std::move(model)), ngram_(ngram) {
@@ -21,4 +21,4 @@ void HybridDrafter::propose(const std::vector<int32_t>& history, const DraftRequ
   out->source = 0;
 }
 
-}  // namespace qd::spec
+}  // namespace qd::speculative

@@ -21,14 +21,14 @@
 
 #include "sampling/rng.h"
 #include "sampling/sampler_params.h"
-#include "spec/draft_length.h"
-#include "spec/drafter.h"
-#include "spec/logit_source.h"
-#include "spec/stop_strings.h"
-#include "spec/token_text.h"
-#include "spec/verifier.h"
+#include "speculative/draft_length.h"
+#include "speculative/drafter.h"
+#include "speculative/logit_source.h"
+#include "tokenizer/stop_strings.h"
+#include "tokenizer/token_stream.h"
+#include "speculative/verifier.h"
 
-namespace qd::spec {
+namespace qd::speculative {
 
 enum class FinishReason { none, eos, length, stop, context, cancelled };
 // "eos", "length", "stop", "context", "cancelled" ("" while running).
@@ -78,7 +78,7 @@ class Generator {
  public:
   // target and (optional) drafter and text must outlive the generator. text == nullptr: chunks
   // carry no text and stop strings are refused.
-  Generator(LogitSource& target, Drafter* drafter, const TokenText* text, GeneratorConfig cfg);
+  Generator(LogitSource& target, Drafter* drafter, const TokenStreamSource* text, GeneratorConfig cfg);
 
   // Begins a generation. KV entries shared with the previous call's tokens are reused.
   void start(const std::vector<int32_t>& prompt, const GenerateOptions& opt);
@@ -107,7 +107,7 @@ class Generator {
 
   LogitSource& target_;
   Drafter* drafter_;
-  const TokenText* text_src_;
+  const TokenStreamSource* text_src_;
   GeneratorConfig cfg_;
   DraftLength length_;
   GenerateOptions opt_;
@@ -129,4 +129,4 @@ class Generator {
   Stats stats_;
 };
 
-}  // namespace qd::spec
+}  // namespace qd::speculative

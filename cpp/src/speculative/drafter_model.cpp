@@ -1,11 +1,11 @@
-#include "spec/drafter_model.h"
+#include "speculative/drafter_model.h"
 
 #include <algorithm>
 #include <chrono>
 
 #include "common/error.h"
 
-namespace qd::spec {
+namespace qd::speculative {
 
 namespace {
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
@@ -119,4 +119,4 @@ void ModelDrafter::propose(const std::vector<int32_t>& history, const DraftReque
   }
 }
 
-}  // namespace qd::spec
+}  // namespace qd::speculative

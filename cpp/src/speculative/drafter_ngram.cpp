@@ -1,10 +1,10 @@
-#include "spec/drafter_ngram.h"
+#include "speculative/drafter_ngram.h"
 
 #include <string>
 
 #include "common/error.h"
 
-namespace qd::spec {
+namespace qd::speculative {
 
 NgramDrafter::NgramDrafter(int n_min, int n_max) : n_min_(n_min), n_max_(n_max) {
   if (n_min < 1 || n_max < n_min)
@@ -37,4 +37,4 @@ void NgramDrafter::propose(const std::vector<int32_t>& history, const DraftReque
   }
 }
 
-}  // namespace qd::spec
+}  // namespace qd::speculative

@@ -1,10 +1,10 @@
 // What the speculative loop needs from a language model: logits for tokens appended to a KV
-// cache that can be cut back. A qd::Context (context_source.h) is the real one; TableSource
-// (table_source.h) is a tiny synthetic one for tests that need exact, known distributions.
+// cache that can be cut back. A qd::Context (context_source.h) is the real one; tests use
+// testing::TableSource (cpp/bindings/testing/), a tiny synthetic one with exact, known distributions.
 #pragma once
 #include <cstdint>
 
-namespace qd::spec {
+namespace qd::speculative {
 
 class LogitSource {
  public:
@@ -18,4 +18,4 @@ class LogitSource {
   virtual void truncate(int n_past) = 0;
 };
 
-}  // namespace qd::spec
+}  // namespace qd::speculative

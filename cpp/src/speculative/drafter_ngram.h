@@ -2,9 +2,9 @@
 // history (n_max down to n_min tokens) and propose the tokens that followed it. It reads the
 // history in place, so it costs no memory and no model.
 #pragma once
-#include "spec/drafter.h"
+#include "speculative/drafter.h"
 
-namespace qd::spec {
+namespace qd::speculative {
 
 class NgramDrafter : public Drafter {
  public:
@@ -19,4 +19,4 @@ class NgramDrafter : public Drafter {
   int n_min_, n_max_;
 };
 
-}  // namespace qd::spec
+}  // namespace qd::speculative

@@ -1,11 +1,11 @@
-#include "spec/generator.h"
+#include "speculative/generator.h"
 
 #include <algorithm>
 #include <chrono>
 
 #include "common/error.h"
 
-namespace qd::spec {
+namespace qd::speculative {
 
 namespace {
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
@@ -22,7 +22,7 @@ const char* finish_reason_name(FinishReason r) {
   }
 }
 
-Generator::Generator(LogitSource& target, Drafter* drafter, const TokenText* text, GeneratorConfig cfg)
+Generator::Generator(LogitSource& target, Drafter* drafter, const TokenStreamSource* text, GeneratorConfig cfg)
     : target_(target),
       drafter_(drafter),
       text_src_(text),
@@ -50,7 +50,7 @@ void Generator::start(const std::vector<int32_t>& prompt, const GenerateOptions&
   opt_ = opt;
   verifier_ = std::make_unique<Verifier>(opt.sampling);  // validates the sampler settings
   stops_ = std::make_unique<StopStrings>(opt.stop);
-  stream_ = text_src_ ? text_src_->stream(prompt) : nullptr;
+  stream_ = text_src_ ? text_src_->open(prompt) : nullptr;
   rng_.reseed(opt.sampling.seed);
   length_.new_sequence();
 
@@ -210,4 +210,4 @@ FinishReason Generator::run(const std::function<bool(const Chunk&)>& on_chunk, c
   }
 }
 
-}  // namespace qd::spec
+}  // namespace qd::speculative

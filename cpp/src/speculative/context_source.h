@@ -3,9 +3,9 @@
 #include <memory>
 
 #include "model/model.h"
-#include "spec/logit_source.h"
+#include "speculative/logit_source.h"
 
-namespace qd::spec {
+namespace qd::speculative {
 
 class ContextSource : public LogitSource {
  public:
@@ -23,4 +23,4 @@ class ContextSource : public LogitSource {
   std::unique_ptr<Context> ctx_;
 };
 
-}  // namespace qd::spec
+}  // namespace qd::speculative

@@ -1,11 +1,11 @@
-#include "spec/stop_strings.h"
+#include "tokenizer/stop_strings.h"
 
 #include <algorithm>
 #include <utility>
 
 #include "common/error.h"
 
-namespace qd::spec {
+namespace qd {
 
 StopStrings::StopStrings(std::vector<std::string> stops) : stops_(std::move(stops)) {
   for (const std::string& s : stops_)
@@ -45,4 +45,4 @@ std::string StopStrings::flush() {
   return std::exchange(held_, {});
 }
 
-}  // namespace qd::spec
+}  // namespace qd

@@ -1,8 +1,8 @@
-#include "spec/verifier.h"
+#include "speculative/verifier.h"
 
 #include "common/error.h"
 
-namespace qd::spec {
+namespace qd::speculative {
 
 bool accept_draft_token(const Distribution& p, float q_x, int32_t x, sampling::Rng& rng) {
   const float p_x = p.prob(x);  // p: target
@@ -81,4 +81,4 @@ Verdict Verifier::verify(const float* logits, int n_vocab, const std::vector<int
   return v;  // unreachable: the loop returns at i == k
 }
 
-}  // namespace qd::spec
+}  // namespace qd::speculative

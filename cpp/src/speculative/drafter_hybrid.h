@@ -3,10 +3,10 @@
 #pragma once
 #include <memory>
 
-#include "spec/drafter_model.h"
-#include "spec/drafter_ngram.h"
+#include "speculative/drafter_model.h"
+#include "speculative/drafter_ngram.h"
 
-namespace qd::spec {
+namespace qd::speculative {
 
 class HybridDrafter : public Drafter {
  public:
@@ -24,4 +24,4 @@ class HybridDrafter : public Drafter {
   NgramDrafter ngram_;
 };
 
-}  // namespace qd::spec
+}  // namespace qd::speculative

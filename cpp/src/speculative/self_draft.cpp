@@ -1,8 +1,8 @@
-#include "spec/self_draft.h"
+#include "speculative/self_draft.h"
 
 #include <algorithm>
 
-namespace qd::spec {
+namespace qd::speculative {
 
 std::vector<int> default_skip_layers(int n_layer) {
   const int keep = std::max(1, n_layer / 8);
@@ -11,4 +11,4 @@ std::vector<int> default_skip_layers(int n_layer) {
   return skip;
 }
 
-}  // namespace qd::spec
+}  // namespace qd::speculative

@@ -1,4 +1,4 @@
-#include "spec/draft_length.h"
+#include "speculative/draft_length.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 
 #include "common/error.h"
 
-namespace qd::spec {
+namespace qd::speculative {
 
 namespace {
 // A new timing moves the level of every cost estimate by kLevel (in log space) and the
@@ -180,4 +180,4 @@ void DraftLength::record_verify(int source, int n_rows, int n_accepted, double s
   s.rejected = s.rejected * fade + (n_accepted < n_drafted ? 1.0 : 0.0);
 }
 
-}  // namespace qd::spec
+}  // namespace qd::speculative

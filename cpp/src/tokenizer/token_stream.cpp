@@ -1,6 +1,6 @@
-#include "spec/tokenizer_text.h"
+#include "tokenizer/token_stream.h"
 
-namespace qd::spec {
+namespace qd {
 
 namespace {
 class DecoderStream : public TokenStream {
@@ -16,8 +16,8 @@ class DecoderStream : public TokenStream {
 
 // The generated text starts mid-sequence: a leading space of its first piece is real text
 // (no BOS precedes it in this stream), so the decoder needs no context.
-std::unique_ptr<TokenStream> TokenizerText::stream(const std::vector<int32_t>&) const {
+std::unique_ptr<TokenStream> TokenizerStreams::open(const std::vector<int32_t>&) const {
   return std::make_unique<DecoderStream>(*tok_);
 }
 
-}  // namespace qd::spec
+}  // namespace qd
