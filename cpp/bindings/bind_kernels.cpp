@@ -17,6 +17,7 @@
 #include "cpu/convert.h"
 #include "cpu/kernels.h"
 #include "cpu/matmul.h"
+#include "cpu/repack.h"
 #include "quant/quant_types.h"
 
 namespace py = pybind11;
@@ -53,6 +54,29 @@ qd::cpu::Matrix make_matrix(const py::buffer_info& wb, uint32_t type, int64_t ro
 
 using FloatArray = py::array_t<float, py::array::c_style | py::array::forcecast>;
 
+// The weights as `isa`'s kernels see them after loading: repacked into *store when the ISA has a
+// rows8 kernel for the type (layout "auto"), always ("rows8", where the type has the layout) or
+// never ("gguf").
+qd::cpu::Matrix laid_out(const qd::cpu::Matrix& w, qd::Isa isa, const std::string& layout,
+                         std::vector<uint8_t>* store) {
+  bool repack;
+  if (layout == "auto") {
+    repack = qd::cpu::rows8_wanted(w, isa);
+  } else if (layout == "rows8") {
+    if (!qd::cpu::rows8_supported(w.type) || w.rows % 8 != 0) {
+      throw qd::ArgError("layout 'rows8' needs a type with that layout and rows a multiple of 8");
+    }
+    repack = true;
+  } else if (layout == "gguf") {
+    repack = false;
+  } else {
+    throw qd::ArgError("layout must be 'auto', 'rows8' or 'gguf', got '" + layout + "'");
+  }
+  if (!repack) return w;
+  store->resize(qd::cpu::rows8_bytes(w));
+  return qd::cpu::repack_rows8(w, store->data(), false);
+}
+
 }  // namespace
 
 void register_kernels(py::module_& m) {
@@ -71,13 +95,14 @@ void register_kernels(py::module_& m) {
   k.def(
       "matmul",
       [](py::buffer weight, uint32_t type, int64_t rows, int64_t cols, FloatArray x, std::optional<std::string> isa,
-         int threads) {
+         int threads, const std::string& layout) {
         const py::buffer_info wb = weight.request();
-        const qd::cpu::Matrix w = make_matrix(wb, type, rows, cols);
+        const qd::Isa which = isa_or_active(isa);
+        std::vector<uint8_t> store;
+        const qd::cpu::Matrix w = laid_out(make_matrix(wb, type, rows, cols), which, layout, &store);
         if (x.ndim() != 2 || x.shape(1) != cols) throw qd::ArgError("x must have shape (n, cols)");
         const int64_t n = x.shape(0);
         FloatArray y({n, rows});
-        const qd::Isa which = isa_or_active(isa);
         qd::ThreadPool& pool = pool_of(threads);
         const float* xp = x.data();
         float* yp = y.mutable_data();
@@ -88,7 +113,32 @@ void register_kernels(py::module_& m) {
         return y;
       },
       py::arg("weight"), py::arg("type"), py::arg("rows"), py::arg("cols"), py::arg("x"), py::arg("isa") = py::none(),
-      py::arg("threads") = 1, "y[n, rows] = x[n, cols] @ W.T for W given as raw GGML blocks (rows x cols).");
+      py::arg("threads") = 1, py::arg("layout") = "auto",
+      "y[n, rows] = x[n, cols] @ W.T for W given as raw GGML blocks (rows x cols), laid out as loading would "
+      "('auto'), or forced to the 'rows8' or 'gguf' layout.");
+  k.def(
+      "rows8_roundtrip",
+      [](py::buffer weight, uint32_t type, int64_t rows, int64_t cols) {
+        const py::buffer_info wb = weight.request();
+        std::vector<uint8_t> store;
+        const qd::cpu::Matrix w = laid_out(make_matrix(wb, type, rows, cols), qd::Isa::scalar, "rows8", &store);
+        py::array_t<uint8_t> out({(py::ssize_t)rows, (py::ssize_t)w.row_bytes});
+        for (int64_t r = 0; r < rows; r++) qd::cpu::copy_row(w, r, out.mutable_data() + (size_t)r * w.row_bytes);
+        return out;
+      },
+      py::arg("weight"), py::arg("type"), py::arg("rows"), py::arg("cols"),
+      "The weights repacked to the rows8 layout and each row copied back to the GGUF layout.");
+  k.def("rows8_supported", &qd::cpu::rows8_supported, py::arg("type"), "Whether a GGML type has the rows8 layout.");
+  k.def(
+      "repacks",
+      [](uint32_t type, std::optional<std::string> isa) {
+        qd::cpu::Matrix w;
+        w.type = type;
+        w.rows = 8;
+        return qd::cpu::rows8_wanted(w, isa_or_active(isa));
+      },
+      py::arg("type"), py::arg("isa") = py::none(),
+      "Whether loading repacks weights of this type (rows a multiple of 8) for the ISA's kernels.");
   k.def(
       "f16_to_f32",
       [](py::array_t<uint16_t, py::array::c_style | py::array::forcecast> h, std::optional<std::string> isa) {
@@ -157,9 +207,11 @@ void register_kernels(py::module_& m) {
   k.def(
       "bench_matmul",
       [](py::buffer weight, uint32_t type, int64_t rows, int64_t cols, int64_t n, int threads, int iters,
-         std::optional<std::string> isa) {
+         std::optional<std::string> isa, const std::string& layout) {
         const py::buffer_info wb = weight.request();
-        const qd::cpu::Matrix w = make_matrix(wb, type, rows, cols);
+        const qd::Isa which0 = isa_or_active(isa);
+        std::vector<uint8_t> store;
+        const qd::cpu::Matrix w = laid_out(make_matrix(wb, type, rows, cols), which0, layout, &store);
         if (n <= 0 || iters <= 0) throw qd::ArgError("n and iters must be positive");
         std::vector<float> x((size_t)(n * cols)), y((size_t)(n * rows));
         for (size_t i = 0; i < x.size(); i++) x[i] = (float)((i * 2654435761u) % 1000) / 500.f - 1.f;
@@ -177,6 +229,6 @@ void register_kernels(py::module_& m) {
         return best;
       },
       py::arg("weight"), py::arg("type"), py::arg("rows"), py::arg("cols"), py::arg("n"), py::arg("threads") = 1,
-      py::arg("iters") = 10, py::arg("isa") = py::none(),
+      py::arg("iters") = 10, py::arg("isa") = py::none(), py::arg("layout") = "auto",
       "Best-of-iters seconds of one matmul of n random activation rows (warm caches, timed in C++).");
 }

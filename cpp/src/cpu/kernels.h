@@ -39,7 +39,10 @@ struct KernelTable {
   Isa isa;
   HalfToFloatFn half_to_float;  // nullptr: scalar (quant/fp16.h)
   FloatToHalfFn float_to_half;
-  GemmKernel gemm[kMaxTypeId];  // indexed by GGML type id
+  GemmKernel gemm[kMaxTypeId];  // indexed by GGML type id, weights in the GGUF layout
+  // Weights in the rows8 layout (cpu/repack.h); a type with an entry here is repacked at load.
+  // The kernel is called with r0 a multiple of 8 (r1 may end inside a group of 8).
+  GemmKernel rows8[kMaxTypeId];
   // By ActFormat; nullptr: use the scalar quantize_act_row. Must be bit-identical to it.
   QuantizeRowFn quantize[3];
 };

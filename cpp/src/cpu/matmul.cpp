@@ -11,6 +11,7 @@
 #include "cpu/act_layout.h"
 #include "cpu/convert.h"
 #include "cpu/kernels.h"
+#include "cpu/repack.h"
 #include "quant/fp16.h"
 #include "quant/quant_types.h"
 
@@ -46,12 +47,40 @@ void gemm_dequant(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, s
   }
 }
 
-GemmKernel find_kernel(const KernelTable& table, const Matrix& w) {
+// Weights in the rows8 layout on an ISA without a rows8 kernel for their type: each row back to
+// the GGUF layout, then that ISA's kernel on it (the reference the rows8 kernels are tested
+// against, and the path a matrix repacked for one ISA takes on another).
+thread_local GemmRowsFn tl_gguf_kernel = nullptr;
+
+void gemm_rows8_by_row(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t act_stride, int64_t n,
+                       float* y, int64_t ldy) {
+  thread_local std::vector<uint8_t> row;
+  row.resize(w.row_bytes);
+  Matrix one = w;
+  one.layout = Layout::gguf;
+  one.rows = 1;
+  one.data = row.data();
+  for (int64_t r = r0; r < r1; r++) {
+    copy_row(w, r, row.data());
+    tl_gguf_kernel(one, 0, 1, act, act_stride, n, y + r, ldy);
+  }
+}
+
+GemmKernel find_gguf_kernel(const KernelTable& table, const Matrix& w) {
   const quant::TypeTraits& t = traits_or_throw(w.type);
   if (w.type < kMaxTypeId && table.gemm[w.type].fn) return table.gemm[w.type];
   if (w.type < kMaxTypeId && kernels_scalar().gemm[w.type].fn) return kernels_scalar().gemm[w.type];
   if (t.to_float) return {gemm_dequant, ActFormat::f32};
   throw UnsupportedError(std::string("matmul: weight type ") + t.name + " is not supported");
+}
+
+// The kernel for w and, for a rows8 matrix served row by row, the GGUF-layout kernel behind it.
+GemmKernel find_kernel(const KernelTable& table, const Matrix& w, GemmRowsFn* gguf_kernel) {
+  if (w.layout == Layout::gguf) return find_gguf_kernel(table, w);
+  if (w.type < kMaxTypeId && table.rows8[w.type].fn) return table.rows8[w.type];
+  const GemmKernel k = find_gguf_kernel(table, w);
+  *gguf_kernel = k.fn;
+  return {gemm_rows8_by_row, k.act};
 }
 
 void check_shape(const Matrix& w) {
@@ -70,6 +99,12 @@ void check_shape(const Matrix& w) {
 // thread streaming one long run of rows (Qwen2.5-Coder-1.5B decode, 2 threads: 128 KB tasks
 // 23.4-25.1 ms a token, 512 KB 21.0-24.1, 1 MB 20.5-20.9, 4 MB 20.8-21.1, interleaved runs).
 int64_t rows_per_task(const Matrix& w, int n_threads, int64_t n) {
+  if (w.layout == Layout::rows8) {  // whole groups of 8 rows
+    const int64_t by_balance = (w.rows + 32 * n_threads - 1) / (32 * n_threads) * 8;
+    const size_t task_bytes = n <= 16 ? (size_t)1 << 20 : (size_t)128 << 10;
+    const int64_t by_cache = (int64_t)(task_bytes / std::max<size_t>(8 * w.row_bytes, 1)) * 8;
+    return std::max<int64_t>(8, std::min(by_balance, by_cache));
+  }
   const int64_t by_balance = (w.rows + 4 * n_threads - 1) / (4 * n_threads);
   const size_t task_bytes = n <= 16 ? (size_t)1 << 20 : (size_t)128 << 10;
   const int64_t by_cache = std::max<int64_t>(1, (int64_t)(task_bytes / std::max<size_t>(w.row_bytes, 1)));
@@ -107,6 +142,13 @@ const KernelTable& kernel_table(Isa isa) {
 void dequantize_row(const Matrix& w, int64_t r, float* dst) {
   const quant::TypeTraits& t = traits_or_throw(w.type);
   if (!t.to_float) throw UnsupportedError(std::string("dequantize_row: unsupported weight type ") + t.name);
+  if (w.layout == Layout::rows8) {
+    thread_local std::vector<uint8_t> row;
+    row.resize(w.row_bytes);
+    copy_row(w, r, row.data());
+    t.to_float(row.data(), dst, w.cols);
+    return;
+  }
   t.to_float(w.data + (size_t)r * w.row_bytes, dst, w.cols);
 }
 
@@ -117,7 +159,8 @@ void matmul_impl(const Matrix& w, const float* x, int64_t n, float* y, int64_t l
   if (ldy < w.rows) throw ArgError("matmul: ldy " + std::to_string(ldy) + " < rows " + std::to_string(w.rows));
   if (n <= 0) return;
   const KernelTable& table = kernel_table(isa);
-  const GemmKernel k = find_kernel(table, w);
+  GemmRowsFn gguf_kernel = nullptr;
+  const GemmKernel k = find_kernel(table, w, &gguf_kernel);
 
   const uint8_t* act = (const uint8_t*)x;
   size_t stride = (size_t)w.cols * sizeof(float);
@@ -152,6 +195,7 @@ void matmul_impl(const Matrix& w, const float* x, int64_t n, float* y, int64_t l
   pool.run((int)(n_chunks * n_ablocks), [&](int task) {
     const int64_t c = task / n_ablocks, a0 = task % n_ablocks * kActBlock;
     const int64_t r0 = c * chunk, r1 = std::min(w.rows, r0 + chunk);
+    tl_gguf_kernel = gguf_kernel;
     k.fn(w, r0, r1, act + (size_t)a0 * stride, stride, std::min(kActBlock, n - a0), y + a0 * ldy, ldy);
   });
 }

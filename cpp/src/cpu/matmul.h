@@ -18,13 +18,19 @@
 
 namespace qd::cpu {
 
-// A 2-D weight: `rows` rows of `cols` elements of GGML type `type`, rows `row_bytes` apart.
+// How a matrix's bytes are arranged: as in the GGUF file (row after row), or repacked at load for
+// kernels that read 8 rows at once (cpu/repack.h).
+enum class Layout : uint8_t { gguf, rows8 };
+
+// A 2-D weight: `rows` rows of `cols` elements of GGML type `type`. In the GGUF layout rows are
+// `row_bytes` apart; in the rows8 layout row_bytes is still the size of one row as GGUF stores it.
 struct Matrix {
   const uint8_t* data = nullptr;
   uint32_t type = 0;
   int64_t cols = 0;  // ne[0], the reduction dimension
   int64_t rows = 0;  // ne[1], the output dimension
   size_t row_bytes = 0;
+  Layout layout = Layout::gguf;
 };
 
 // y[i * rows + r] = sum_c x[i * cols + c] * W[r][c]   for i < n, r < rows.

@@ -6,6 +6,7 @@
 #include "common/checked.h"
 #include "common/error.h"
 #include "common/thread_pool.h"
+#include "cpu/repack.h"
 #include "model/kv_cache.h"
 #include "model/ops.h"
 #include "model/transformer.h"
@@ -158,6 +159,7 @@ struct Context::Impl {
       cpu::Matrix extra = out;
       extra.data = head_rows.data();
       extra.rows = n_extra;
+      extra.layout = cpu::Layout::gguf;
       head_out.resize((size_t)rows * n_extra);
       cpu::matmul(extra, xn.data(), rows, head_out.data(), n_extra, pool);
     }
@@ -180,8 +182,9 @@ struct Context::Impl {
       if (id < head_top || head_seen[(size_t)id] || (int)head_ids.size() >= Context::kMaxHeadExtra) continue;
       head_seen[(size_t)id] = 1;
       head_ids.push_back(id);
-      const uint8_t* row = out.data + (size_t)id * out.row_bytes;
-      head_rows.insert(head_rows.end(), row, row + out.row_bytes);
+      const size_t at = head_rows.size();
+      head_rows.resize(at + out.row_bytes);
+      cpu::copy_row(out, id, head_rows.data() + at);
     }
   }
 };

@@ -1,8 +1,10 @@
 // Model::load: open and validate the file, then let the family named by general.architecture
 // read its hyperparameters and view its weights in place.
+#include <map>
 #include <utility>
 
 #include "common/error.h"
+#include "cpu/repack.h"
 #include "model/transformer.h"
 
 namespace qd {
@@ -22,6 +24,28 @@ const std::vector<std::pair<std::string, Loader>>& families() {
 
 }  // namespace
 
+void model::TransformerModel::repack_for_kernels() {
+  const Isa isa = active_isa();
+  std::map<const uint8_t*, cpu::Matrix> done;  // a tied output shares its embedding's copy
+  auto repack = [&](cpu::Matrix& m) {
+    if (!cpu::rows8_wanted(m, isa)) return;
+    auto it = done.find(m.data);
+    if (it != done.end()) {
+      m = it->second;
+      return;
+    }
+    repacked_.emplace_back(new uint8_t[cpu::rows8_bytes(m)]);
+    const uint8_t* original = m.data;
+    m = cpu::repack_rows8(m, repacked_.back().get(), true);
+    done[original] = m;
+  };
+  repack(w_.token_embd);
+  repack(w_.output);
+  for (model::LayerWeights& L : w_.layers) {
+    for (cpu::Matrix* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.ffn_gate, &L.ffn_up, &L.ffn_down}) repack(*m);
+  }
+}
+
 const std::vector<std::string>& Model::supported_archs() {
   static const std::vector<std::string> kNames = [] {
     std::vector<std::string> v;
@@ -38,6 +62,7 @@ std::shared_ptr<const Model> Model::load(const std::string& path) {
   for (const auto& [name, load_family] : families()) {
     if (name != *arch) continue;
     std::shared_ptr<model::TransformerModel> m = load_family(*file);
+    m->repack_for_kernels();
     static_cast<Model&>(*m).file_ = std::move(file);
     return m;
   }

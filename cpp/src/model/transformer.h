@@ -2,6 +2,7 @@
 // per-ubatch state a family's layer() works on. One file per family implements load + layer().
 #pragma once
 #include <deque>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -86,6 +87,12 @@ class TransformerModel : public Model {
   friend class Loader;
   Weights w_;
   std::deque<std::vector<float>> owned_;  // converted small vectors; deque keeps pointers stable
+  std::vector<std::unique_ptr<uint8_t[]>> repacked_;  // weights in the rows8 layout (cpu/repack.h)
+
+ public:
+  // Rearranges every weight the active ISA's kernels read in another layout (cpu/repack.h); the
+  // copies replace the mapped pages of the originals.
+  void repack_for_kernels();
 };
 
 // Shared block pieces used by the family files (model/blocks.cpp).

@@ -1,0 +1,334 @@
+// The rows8 layouts (see repack.h), and the conversions from and to the GGUF layout.
+//
+// Per group of 8 rows and block b, with r the row within the group and "word c of row r" the 4
+// bytes [4c, 4c + 4) of that row's quantized values (ggml's qs, in its own order):
+//   Q4_0    d[8] f16 | qs: word c of row r at 16 + 32c + 4r                      (c < 4)
+//   Q4_1    d[8] f16 | m[8] f16 | qs: word c of row r at 32 + 32c + 4r            (c < 4)
+//   Q5_0    d[8] f16 | qs as Q4_0 | hb[8][4] at 144: byte i of row r holds, in bit q, the
+//           fifth bit of element 4q + i (q < 8)
+//   Q5_1    d[8] f16 | m[8] f16 | qs as Q4_1 | hb at 160, as Q5_0
+//   Q8_0    d[8] f16 | qs: word c of row r at 16 + 32c + 4r                      (c < 8)
+//   Q4_K    d[8] f16 | dmin[8] f16 | sc[8 sub-blocks][8 rows] u8 | m[8][8] u8 | qs: word c of
+//           row r at 160 + 32c + 4r (c < 32)                                 (1184 bytes)
+//   Q6_K    d[8] f16 | sc[8 pairs u][8 rows][2] i8 (scales 2u, 2u + 1) | lo plane at 144:
+//           vector (t, g) (t < 4, g < 8) at 144 + 32 (8t + g), byte i of row r =
+//           lo4(e[64t + 4g + i]) | lo4(e[64t + 32 + 4g + i]) << 4 | hi plane at 1168: vector
+//           (p, g) (p < 2) at 1168 + 32 (8p + g), byte i of row r = the high 2 bits of
+//           e[128p + 4g + i], e[128p + 32 + 4g + i], e[128p + 64 + 4g + i], e[128p + 96 + 4g + i]
+//           at bits 0, 2, 4, 6                                               (1680 bytes)
+// where e[k] in [0, 64) is element k's 6-bit value (w = d * sc[k / 16] * (e[k] - 32)).
+#include "cpu/repack.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "common/error.h"
+#include "cpu/kernels.h"
+#include "quant/blocks.h"
+#include "quant/quant_types.h"
+
+namespace qd::cpu {
+
+namespace {
+
+using quant::Type;
+
+// Block geometry of the 32-element types in rows8: f16 fields before the values, value bytes
+// (nibble plane or int8 quads), the fifth-bit plane.
+struct Q32Shape {
+  int halves;       // d, or d and m
+  int value_bytes;  // per row per block: 16 (nibbles) or 32 (Q8_0)
+  bool fifth_bit;   // Q5_0 / Q5_1
+};
+
+bool q32_shape(uint32_t type, Q32Shape* s) {
+  switch ((Type)type) {
+    case Type::Q4_0: *s = {1, 16, false}; return true;
+    case Type::Q4_1: *s = {2, 16, false}; return true;
+    case Type::Q5_0: *s = {1, 16, true}; return true;
+    case Type::Q5_1: *s = {2, 16, true}; return true;
+    case Type::Q8_0: *s = {1, 32, false}; return true;
+    default: return false;
+  }
+}
+
+size_t q32_group_bytes(const Q32Shape& s) { return 8 * (2 * s.halves + s.value_bytes + (s.fifth_bit ? 4 : 0)); }
+
+// GGUF block fields of the 32-element types: the f16 halves first, then qh (Q5), then qs.
+void q32_pack_block(const Q32Shape& s, const uint8_t* const src[8], uint8_t* dst) {
+  for (int r = 0; r < 8; r++) {
+    const uint8_t* b = src[r];
+    std::memcpy(dst + 2 * r, b, 2);                                   // d
+    if (s.halves == 2) std::memcpy(dst + 16 + 2 * r, b + 2, 2);       // m
+    const uint8_t* qs = b + 2 * s.halves + (s.fifth_bit ? 4 : 0);
+    uint8_t* plane = dst + 16 * s.halves;
+    for (int c = 0; c < s.value_bytes / 4; c++) std::memcpy(plane + 32 * c + 4 * r, qs + 4 * c, 4);
+    if (s.fifth_bit) {
+      uint32_t qh;
+      std::memcpy(&qh, b + 2 * s.halves, 4);
+      uint8_t* hb = plane + 8 * s.value_bytes + 4 * r;
+      for (int i = 0; i < 4; i++) {
+        uint8_t v = 0;
+        for (int q = 0; q < 8; q++) v |= (uint8_t)(((qh >> (4 * q + i)) & 1) << q);
+        hb[i] = v;
+      }
+    }
+  }
+}
+
+void q32_unpack_block(const Q32Shape& s, const uint8_t* src, int r, uint8_t* b) {
+  std::memcpy(b, src + 2 * r, 2);
+  if (s.halves == 2) std::memcpy(b + 2, src + 16 + 2 * r, 2);
+  uint8_t* qs = b + 2 * s.halves + (s.fifth_bit ? 4 : 0);
+  const uint8_t* plane = src + 16 * s.halves;
+  for (int c = 0; c < s.value_bytes / 4; c++) std::memcpy(qs + 4 * c, plane + 32 * c + 4 * r, 4);
+  if (s.fifth_bit) {
+    const uint8_t* hb = plane + 8 * s.value_bytes + 4 * r;
+    uint32_t qh = 0;
+    for (int i = 0; i < 4; i++) {
+      for (int q = 0; q < 8; q++) qh |= (uint32_t)((hb[i] >> q) & 1) << (4 * q + i);
+    }
+    std::memcpy(b + 2 * s.halves, &qh, 4);
+  }
+}
+
+// ---- Q4_K ----
+
+constexpr size_t kQ4KGroup = 1184;
+
+void q4k_scales(const uint8_t* q, uint8_t sc[8], uint8_t m[8]) {
+  for (int j = 0; j < 8; j++) {
+    if (j < 4) {
+      sc[j] = q[j] & 63;
+      m[j] = q[j + 4] & 63;
+    } else {
+      sc[j] = (uint8_t)((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
+      m[j] = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+    }
+  }
+}
+
+void q4k_pack_scales(const uint8_t sc[8], const uint8_t m[8], uint8_t* q) {
+  for (int j = 0; j < 4; j++) {
+    q[j] = (uint8_t)(sc[j] | ((sc[j + 4] >> 4) << 6));
+    q[j + 4] = (uint8_t)(m[j] | ((m[j + 4] >> 4) << 6));
+    q[j + 8] = (uint8_t)((sc[j + 4] & 0xF) | ((m[j + 4] & 0xF) << 4));
+  }
+}
+
+void q4k_pack_block(const uint8_t* const src[8], uint8_t* dst) {
+  for (int r = 0; r < 8; r++) {
+    quant::block_q4_K b;
+    std::memcpy(&b, src[r], sizeof b);
+    std::memcpy(dst + 2 * r, &b.d, 2);
+    std::memcpy(dst + 16 + 2 * r, &b.dmin, 2);
+    uint8_t sc[8], m[8];
+    q4k_scales(b.scales, sc, m);
+    for (int s = 0; s < 8; s++) {
+      dst[32 + 8 * s + r] = sc[s];
+      dst[96 + 8 * s + r] = m[s];
+    }
+    for (int c = 0; c < 32; c++) std::memcpy(dst + 160 + 32 * c + 4 * r, b.qs + 4 * c, 4);
+  }
+}
+
+void q4k_unpack_block(const uint8_t* src, int r, uint8_t* out) {
+  quant::block_q4_K b;
+  std::memcpy(&b.d, src + 2 * r, 2);
+  std::memcpy(&b.dmin, src + 16 + 2 * r, 2);
+  uint8_t sc[8], m[8];
+  for (int s = 0; s < 8; s++) {
+    sc[s] = src[32 + 8 * s + r];
+    m[s] = src[96 + 8 * s + r];
+  }
+  q4k_pack_scales(sc, m, b.scales);
+  for (int c = 0; c < 32; c++) std::memcpy(b.qs + 4 * c, src + 160 + 32 * c + 4 * r, 4);
+  std::memcpy(out, &b, sizeof b);
+}
+
+// ---- Q6_K ----
+
+constexpr size_t kQ6KGroup = 1680;
+
+// e[k], the 6-bit value of element k (ggml's dequantize_row_q6_K order).
+void q6k_values(const quant::block_q6_K& b, uint8_t e[256]) {
+  for (int h = 0; h < 2; h++) {
+    const uint8_t* ql = b.ql + 64 * h;
+    const uint8_t* qh = b.qh + 32 * h;
+    for (int l = 0; l < 32; l++) {
+      e[128 * h + l] = (uint8_t)((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4));
+      e[128 * h + l + 32] = (uint8_t)((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4));
+      e[128 * h + l + 64] = (uint8_t)((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4));
+      e[128 * h + l + 96] = (uint8_t)((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4));
+    }
+  }
+}
+
+void q6k_from_values(const uint8_t e[256], quant::block_q6_K& b) {
+  for (int h = 0; h < 2; h++) {
+    uint8_t* ql = b.ql + 64 * h;
+    uint8_t* qh = b.qh + 32 * h;
+    for (int l = 0; l < 32; l++) {
+      const uint8_t* v = e + 128 * h + l;
+      ql[l] = (uint8_t)((v[0] & 0xF) | (v[64] & 0xF) << 4);
+      ql[l + 32] = (uint8_t)((v[32] & 0xF) | (v[96] & 0xF) << 4);
+      qh[l] = (uint8_t)((v[0] >> 4) | (v[32] >> 4) << 2 | (v[64] >> 4) << 4 | (v[96] >> 4) << 6);
+    }
+  }
+}
+
+void q6k_pack_block(const uint8_t* const src[8], uint8_t* dst) {
+  for (int r = 0; r < 8; r++) {
+    quant::block_q6_K b;
+    std::memcpy(&b, src[r], sizeof b);
+    std::memcpy(dst + 2 * r, &b.d, 2);
+    for (int u = 0; u < 8; u++) {
+      dst[16 + 16 * u + 2 * r] = (uint8_t)b.scales[2 * u];
+      dst[16 + 16 * u + 2 * r + 1] = (uint8_t)b.scales[2 * u + 1];
+    }
+    uint8_t e[256];
+    q6k_values(b, e);
+    for (int t = 0; t < 4; t++) {
+      for (int g = 0; g < 8; g++) {
+        for (int i = 0; i < 4; i++) {
+          const int k = 64 * t + 4 * g + i;
+          dst[144 + 32 * (8 * t + g) + 4 * r + i] = (uint8_t)((e[k] & 0xF) | (e[k + 32] & 0xF) << 4);
+        }
+      }
+    }
+    for (int p = 0; p < 2; p++) {
+      for (int g = 0; g < 8; g++) {
+        for (int i = 0; i < 4; i++) {
+          const uint8_t* v = e + 128 * p + 4 * g + i;
+          dst[1168 + 32 * (8 * p + g) + 4 * r + i] =
+              (uint8_t)((v[0] >> 4) | (v[32] >> 4) << 2 | (v[64] >> 4) << 4 | (v[96] >> 4) << 6);
+        }
+      }
+    }
+  }
+}
+
+void q6k_unpack_block(const uint8_t* src, int r, uint8_t* out) {
+  quant::block_q6_K b;
+  std::memcpy(&b.d, src + 2 * r, 2);
+  for (int u = 0; u < 8; u++) {
+    b.scales[2 * u] = (int8_t)src[16 + 16 * u + 2 * r];
+    b.scales[2 * u + 1] = (int8_t)src[16 + 16 * u + 2 * r + 1];
+  }
+  uint8_t e[256];
+  for (int t = 0; t < 4; t++) {
+    for (int g = 0; g < 8; g++) {
+      for (int i = 0; i < 4; i++) {
+        const int k = 64 * t + 4 * g + i;
+        const uint8_t lo = src[144 + 32 * (8 * t + g) + 4 * r + i];
+        e[k] = lo & 0xF;
+        e[k + 32] = lo >> 4;
+      }
+    }
+  }
+  for (int p = 0; p < 2; p++) {
+    for (int g = 0; g < 8; g++) {
+      for (int i = 0; i < 4; i++) {
+        const uint8_t hi = src[1168 + 32 * (8 * p + g) + 4 * r + i];
+        uint8_t* v = e + 128 * p + 4 * g + i;
+        for (int f = 0; f < 4; f++) v[32 * f] = (uint8_t)(v[32 * f] | ((hi >> (2 * f)) & 3) << 4);
+      }
+    }
+  }
+  q6k_from_values(e, b);
+  std::memcpy(out, &b, sizeof b);
+}
+
+// ---- dispatch over types ----
+
+size_t group_block_bytes(uint32_t type) {
+  Q32Shape s;
+  if (q32_shape(type, &s)) return q32_group_bytes(s);
+  if (type == (uint32_t)Type::Q4_K) return kQ4KGroup;
+  if (type == (uint32_t)Type::Q6_K) return kQ6KGroup;
+  return 0;
+}
+
+void pack_block(uint32_t type, const uint8_t* const src[8], uint8_t* dst) {
+  Q32Shape s;
+  if (q32_shape(type, &s)) return q32_pack_block(s, src, dst);
+  if (type == (uint32_t)Type::Q4_K) return q4k_pack_block(src, dst);
+  q6k_pack_block(src, dst);
+}
+
+void unpack_block(uint32_t type, const uint8_t* src, int r, uint8_t* out) {
+  Q32Shape s;
+  if (q32_shape(type, &s)) return q32_unpack_block(s, src, r, out);
+  if (type == (uint32_t)Type::Q4_K) return q4k_unpack_block(src, r, out);
+  q6k_unpack_block(src, r, out);
+}
+
+// Hands the whole pages inside [p, p + n) back to the kernel (a read-only file mapping: they
+// are read again from the file if ever touched).
+void drop_pages(const uint8_t* p, size_t n) {
+  static const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+  const uintptr_t a = ((uintptr_t)p + page - 1) & ~(page - 1), b = ((uintptr_t)p + n) & ~(page - 1);
+  if (b > a) madvise((void*)a, b - a, MADV_DONTNEED);
+}
+
+}  // namespace
+
+bool rows8_supported(uint32_t type) { return group_block_bytes(type) != 0; }
+
+size_t rows8_group_block_bytes(uint32_t type) { return group_block_bytes(type); }
+
+size_t rows8_bytes(const Matrix& w) {
+  const quant::TypeTraits* t = quant::type_traits(w.type);
+  return (size_t)(w.rows / 8) * (size_t)(w.cols / t->block_size) * group_block_bytes(w.type);
+}
+
+bool rows8_wanted(const Matrix& w, Isa isa) {
+  return w.layout == Layout::gguf && w.rows % 8 == 0 && rows8_supported(w.type) && w.type < kMaxTypeId &&
+         kernel_table(isa).rows8[w.type].fn != nullptr;
+}
+
+Matrix repack_rows8(const Matrix& w, uint8_t* dst, bool drop_source) {
+  if (w.layout != Layout::gguf || w.rows % 8 != 0 || !rows8_supported(w.type)) {
+    throw ArgError("repack_rows8: needs a GGUF-layout matrix of a rows8 type with rows a multiple of 8");
+  }
+  const quant::TypeTraits* t = quant::type_traits(w.type);
+  const int64_t nb = w.cols / t->block_size;
+  const size_t gb = group_block_bytes(w.type);
+  constexpr size_t kDropEvery = (size_t)4 << 20;
+  size_t dropped = 0;
+  for (int64_t g = 0; g < w.rows / 8; g++) {
+    const uint8_t* rows = w.data + (size_t)(8 * g) * w.row_bytes;
+    for (int64_t b = 0; b < nb; b++) {
+      const uint8_t* src[8];
+      for (int r = 0; r < 8; r++) src[r] = rows + (size_t)r * w.row_bytes + (size_t)b * t->type_size;
+      pack_block(w.type, src, dst + ((size_t)g * nb + b) * gb);
+    }
+    const size_t done = (size_t)(8 * (g + 1)) * w.row_bytes;
+    if (drop_source && (done - dropped >= kDropEvery || g + 1 == w.rows / 8)) {
+      drop_pages(w.data + dropped, done - dropped);
+      dropped = done;
+    }
+  }
+  Matrix out = w;
+  out.data = dst;
+  out.layout = Layout::rows8;
+  return out;
+}
+
+void copy_row(const Matrix& w, int64_t r, uint8_t* dst) {
+  if (w.layout == Layout::gguf) {
+    std::memcpy(dst, w.data + (size_t)r * w.row_bytes, w.row_bytes);
+    return;
+  }
+  const quant::TypeTraits* t = quant::type_traits(w.type);
+  const int64_t nb = w.cols / t->block_size;
+  const size_t gb = group_block_bytes(w.type);
+  const uint8_t* group = w.data + (size_t)(r / 8) * (size_t)nb * gb;
+  for (int64_t b = 0; b < nb; b++) unpack_block(w.type, group + (size_t)b * gb, (int)(r % 8), dst + (size_t)b * t->type_size);
+}
+
+}  // namespace qd::cpu

@@ -1,0 +1,40 @@
+// Weights rearranged at load for kernels that read 8 weight rows at once ("rows8" layout).
+//
+// In the rows8 layout each group of 8 consecutive weight rows is stored block by block: block b
+// of the group holds block b of all 8 rows, with the quantized values interleaved in 4-byte
+// k-groups, so that one 256-bit load carries 4 consecutive weights of each of the 8 rows and an
+// integer dot product leaves one 32-bit lane per weight row. Scales are stored unpacked, one
+// byte (or f16) per row, next to the values. The byte layout of each type is in repack.cpp.
+//
+// A matrix is repacked only when the active ISA has a rows8 kernel for its type and its row count
+// is a multiple of 8 (then the repacked copy replaces the mapped pages: see repack_matrix).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "common/cpu_features.h"
+#include "cpu/matmul.h"
+
+namespace qd::cpu {
+
+// True when this type has a rows8 layout (and so a portable repack and row extraction).
+bool rows8_supported(uint32_t type);
+
+// Bytes of one block of a group of 8 rows in the rows8 layout (8 rows x 1 block).
+size_t rows8_group_block_bytes(uint32_t type);
+
+// Bytes of a whole matrix in the rows8 layout.
+size_t rows8_bytes(const Matrix& w);
+
+// True when `isa`'s kernel table serves `w` in the rows8 layout (so loading should repack it).
+bool rows8_wanted(const Matrix& w, Isa isa);
+
+// Writes w (GGUF layout, rows a multiple of 8) in the rows8 layout to dst (rows8_bytes(w) bytes)
+// and returns the matrix viewing dst. With drop_source, the pages of w's source bytes are handed
+// back to the kernel as they are consumed (madvise), so the copy replaces them in memory.
+Matrix repack_rows8(const Matrix& w, uint8_t* dst, bool drop_source);
+
+// Row r of w in the GGUF layout (w.row_bytes bytes), whatever w's layout.
+void copy_row(const Matrix& w, int64_t r, uint8_t* dst);
+
+}  // namespace qd::cpu

@@ -1,0 +1,121 @@
+// The 32-weight block types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) in the rows8 layout (cpu/repack.cpp)
+// against Q8_0 activations, AVX2.
+//
+// Per block and activation row: the unsigned 4/5-bit values' vpmaddubsw products summed in int16
+// (at most 16 products of 15 * 127, or 8 of 31 * 127, per lane), or Q8_0's signed values through
+// the sign trick one k-group at a time; then acc += d * xd * S, plus the offset (Q4_1/Q5_1's m,
+// Q4_0's -8 d, Q5_0's -16 d) times the activation block's d * sum: two FMAs per block.
+#pragma once
+#include "cpu/x86/avx2/rows8_common.h"
+
+namespace qd::cpu {
+namespace {
+
+struct R8Q4_0 { static constexpr int kHalves = 1, kValueBytes = 16; static constexpr bool kFifth = false; static constexpr float kOffset = -8.f; };
+struct R8Q4_1 { static constexpr int kHalves = 2, kValueBytes = 16; static constexpr bool kFifth = false; static constexpr float kOffset = 0.f; };
+struct R8Q5_0 { static constexpr int kHalves = 1, kValueBytes = 16; static constexpr bool kFifth = true; static constexpr float kOffset = -16.f; };
+struct R8Q5_1 { static constexpr int kHalves = 2, kValueBytes = 16; static constexpr bool kFifth = true; static constexpr float kOffset = 0.f; };
+struct R8Q8_0 { static constexpr int kHalves = 1, kValueBytes = 32; static constexpr bool kFifth = false; static constexpr float kOffset = 0.f; };
+
+template <class F>
+constexpr size_t q32_rows8_block() {
+  return 8 * (2 * F::kHalves + F::kValueBytes + (F::kFifth ? 4 : 0));
+}
+
+// k-group c (elements 4c .. 4c + 3) of the 8 rows: unsigned values (signed for Q8_0).
+template <class F, int C>
+inline __m256i q32_rows8_values(const uint8_t* blk) {
+  const uint8_t* plane = blk + 16 * F::kHalves;
+  if constexpr (F::kValueBytes == 32) {
+    return _mm256_loadu_si256((const __m256i*)(plane + 32 * C));
+  } else {
+    const __m256i m4 = _mm256_set1_epi8(15);
+    const __m256i wv = _mm256_loadu_si256((const __m256i*)(plane + 32 * (C % 4)));
+    __m256i v = C < 4 ? _mm256_and_si256(wv, m4) : _mm256_and_si256(_mm256_srli_epi16(wv, 4), m4);
+    if constexpr (F::kFifth) {
+      const __m256i hb = _mm256_loadu_si256((const __m256i*)(plane + 128));  // bit C of each byte: element 4C + i
+      const __m256i h = C <= 4 ? _mm256_slli_epi16(hb, 4 - C) : _mm256_srli_epi16(hb, C - 4);
+      v = _mm256_or_si256(v, _mm256_and_si256(h, _mm256_set1_epi8(0x10)));
+    }
+    return v;
+  }
+}
+
+template <class F, int R, int C>
+inline void q32_rows8_group(const uint8_t* blk, const int8_t* const* xq, __m256i* s16, __m256i* isum) {
+  const __m256i v = q32_rows8_values<F, C>(blk);
+  if constexpr (F::kValueBytes == 32) {
+    const __m256i av = _mm256_sign_epi8(v, v), ones = _mm256_set1_epi16(1);
+    for (int j = 0; j < R; j++) {
+      const __m256i p = _mm256_maddubs_epi16(av, _mm256_sign_epi8(rows8_bcast(xq[j] + 4 * C), v));
+      isum[j] = _mm256_add_epi32(isum[j], _mm256_madd_epi16(p, ones));
+    }
+  } else {
+    for (int j = 0; j < R; j++) s16[j] = _mm256_add_epi16(s16[j], _mm256_maddubs_epi16(v, rows8_bcast(xq[j] + 4 * C)));
+  }
+}
+
+// int16 sums of k-groups [C0, C0 + 4) into isum.
+template <class F, int R, int C0>
+inline void q32_rows8_quarter(const uint8_t* blk, const int8_t* const* xq, __m256i* isum) {
+  __m256i s16[R];
+  for (int j = 0; j < R; j++) s16[j] = _mm256_setzero_si256();
+  q32_rows8_group<F, R, C0>(blk, xq, s16, isum);
+  q32_rows8_group<F, R, C0 + 1>(blk, xq, s16, isum);
+  q32_rows8_group<F, R, C0 + 2>(blk, xq, s16, isum);
+  q32_rows8_group<F, R, C0 + 3>(blk, xq, s16, isum);
+  if constexpr (F::kValueBytes != 32) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (int j = 0; j < R; j++) isum[j] = _mm256_add_epi32(isum[j], _mm256_madd_epi16(s16[j], ones));
+  }
+}
+
+template <class F, int R>
+void q32_rows8_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t stride, float* y,
+                    int64_t ldy) {
+  constexpr size_t kBlock = q32_rows8_block<F>();
+  const int64_t nb = w.cols / 32;
+  ActQ8_0 x[R];
+  for (int j = 0; j < R; j++) x[j] = act_q8_0(act + (size_t)j * stride, w.cols);
+  const size_t ahead = R <= 2 ? 2048 : 4096;
+  for (int64_t r = r0; r < r1; r += 8) {
+    const uint8_t* group = w.data + (size_t)(r / 8) * (size_t)nb * kBlock;
+    __m256 acc[R];
+    for (int j = 0; j < R; j++) acc[j] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+      const uint8_t* blk = group + (size_t)b * kBlock;
+      rows8_prefetch(blk, kBlock, ahead);
+      __m256i isum[R];
+      const int8_t* xq[R];
+      for (int j = 0; j < R; j++) {
+        isum[j] = _mm256_setzero_si256();
+        xq[j] = x[j].qs + 32 * b;
+      }
+      q32_rows8_quarter<F, R, 0>(blk, xq, isum);
+      q32_rows8_quarter<F, R, 4>(blk, xq, isum);
+      const __m256 d = rows8_f16(blk);
+      __m256 off = _mm256_setzero_ps();
+      if constexpr (F::kHalves == 2) {
+        off = rows8_f16(blk + 16);
+      } else if constexpr (F::kOffset != 0.f) {
+        off = _mm256_mul_ps(d, _mm256_set1_ps(F::kOffset));
+      }
+      for (int j = 0; j < R; j++) {
+        acc[j] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(x[j].d[b])), _mm256_cvtepi32_ps(isum[j]), acc[j]);
+        if constexpr (F::kHalves == 2 || F::kOffset != 0.f) acc[j] = _mm256_fmadd_ps(off, _mm256_set1_ps(x[j].s[b]), acc[j]);
+      }
+    }
+    for (int j = 0; j < R; j++) rows8_store(y + j * ldy, r, r1, acc[j]);
+  }
+}
+
+template <class F, int kMax>
+void q32_rows8_gemm(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t stride, int64_t n, float* y,
+                    int64_t ldy) {
+  rows8_tiles<kMax>(n, [&](auto rc, int64_t i0) {
+    q32_rows8_tile<F, decltype(rc)::value>(w, r0, r1, act + (size_t)i0 * stride, stride, y + i0 * ldy, ldy);
+  });
+}
+
+}  // namespace
+}  // namespace qd::cpu

@@ -1,0 +1,63 @@
+// Shared by the AVX2 kernels for weights in the rows8 layout (cpu/repack.h): a 256-bit register
+// holds 4 consecutive weights of each of 8 rows, so integer dot products leave one 32-bit lane
+// per weight row and each output is written without a horizontal reduction.
+//
+// The order per (weight row, activation row) is fixed by the block order and the same for every
+// tile height R: the integer sums of a block are exact, then one or two FMAs per block into one
+// float accumulator per activation row. Include rules: see cpu/x86_common.h.
+#pragma once
+#include <cstring>
+
+#include "cpu/act_layout.h"
+#include "cpu/x86_common.h"
+
+namespace qd::cpu {
+namespace {
+
+// 8 f16 values (one per row of the group) as floats.
+inline __m256 rows8_f16(const uint8_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)p)); }
+
+// 4 activation bytes broadcast to every 32-bit lane.
+inline __m256i rows8_bcast(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm256_set1_epi32(v);
+}
+
+// 8 bytes (one per row) as int16 pairs (v, v) in each 32-bit lane: the multiplier of a
+// pairwise-summed int16 vector in vpmaddwd.
+inline __m256i rows8_u8_pairs(const uint8_t* p) {
+  const __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)p));
+  return _mm256_or_si256(v, _mm256_slli_epi32(v, 16));
+}
+
+// Outputs of rows [r, r + 8) that lie below r1.
+inline void rows8_store(float* y, int64_t r, int64_t r1, __m256 v) {
+  if (r + 8 <= r1) {
+    _mm256_storeu_ps(y + r, v);
+    return;
+  }
+  alignas(32) float t[8];
+  _mm256_store_ps(t, v);
+  for (int64_t i = 0; i < r1 - r; i++) y[r + i] = t[i];
+}
+
+// Prefetch of the weights `ahead` bytes past p (the stream is sequential in the rows8 layout).
+inline void rows8_prefetch(const uint8_t* p, size_t bytes, size_t ahead) {
+  for (size_t o = 0; o < bytes; o += 64) _mm_prefetch((const char*)(p + ahead + o), _MM_HINT_T0);
+}
+
+// Splits n activation rows into the fewest tiles of at most kMax rows, of equal heights, and
+// runs tile(R, i0) on each (R a compile-time constant).
+template <int kMax, class TileFn>
+inline void rows8_tiles(int64_t n, TileFn&& tile) {
+  const int64_t n_tiles = (n + kMax - 1) / kMax;
+  for (int64_t t = 0, i0 = 0; t < n_tiles; t++) {
+    const int m = (int)(n / n_tiles + (t < n % n_tiles ? 1 : 0));
+    with_rows<1, kMax>(m, [&](auto rc) { tile(rc, i0); });
+    i0 += m;
+  }
+}
+
+}  // namespace
+}  // namespace qd::cpu
