@@ -1,4 +1,4 @@
-"""Logit processing and sampling against the numpy oracle in spec_reference.py."""
+"""Logit processing and sampling against the numpy oracle in reference/spec_reference.py."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from quickdraft import _core
-from spec_reference import Params, chi_square_check, process
+from reference.spec_reference import Params, chi_square_check, process
 
 CASES = {
     "plain": Params(temperature=1.0),

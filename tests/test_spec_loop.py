@@ -1,4 +1,4 @@
-"""The speculative loop end to end on tiny table models (spec_reference.random_table).
+"""The speculative loop end to end on tiny table models (reference/spec_reference.random_table).
 
 A table model's next-token logits depend on the previous and current token, and its "KV
 cache" is the list of tokens it has seen, so the exact greedy output and the exact
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from quickdraft import Engine, _core
-from spec_reference import SETTINGS, Params, chi_square_check, greedy_table, random_table, table_marginals
+from reference.spec_reference import SETTINGS, Params, chi_square_check, greedy_table, random_table, table_marginals
 
 V = 8
 

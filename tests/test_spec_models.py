@@ -143,7 +143,7 @@ def test_qwen_pair_greedy_speculative_equals_plain(model_path):
 
 def _model_marginals(path, prompt, n_gen, prm):
     """Exact distribution of each generated token by enumerating paths with Model.eval."""
-    from spec_reference import process
+    from reference.spec_reference import process
 
     m = quickdraft.Model(str(path), n_ctx=64, threads=1)
     v = m.n_vocab
@@ -164,7 +164,7 @@ def _model_marginals(path, prompt, n_gen, prm):
 
 @pytest.mark.parametrize("setting", ["t1", "t0.7_top_p0.9"])
 def test_tiny_vocab_sampled_tokens_follow_the_target(tmp_path_factory, setting):
-    from spec_reference import SETTINGS, chi_square_check
+    from reference.spec_reference import SETTINGS, chi_square_check
 
     prm = SETTINGS[setting]
     d = tmp_path_factory.mktemp("tinyvocab")

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from quickdraft import _core
-from spec_reference import SETTINGS, Params, chi_square_check, process
+from reference.spec_reference import SETTINGS, Params, chi_square_check, process
 
 V = 12
 N = 40000
