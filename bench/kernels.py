@@ -52,7 +52,7 @@ def main() -> None:
         t = T[name]
         w = random_weight(t, a.rows, a.cols, rng)
         for threads in [int(v) for v in a.threads.split(",")]:
-            secs = [_core.kernels.bench_matmul(w, int(t), a.rows, a.cols, n, threads, a.iters, isa) for n in ns]
+            secs = [_core._testing.kernels.bench_matmul(w, int(t), a.rows, a.cols, n, threads, a.iters, isa) for n in ns]
             cells = " ".join(f"{s * 1e3:10.3f} {w.nbytes / s / 1e9:5.1f}" for s in secs)
             ratios = " ".join(f"{s / secs[0]:5.2f}" for n, s in zip(ns, secs) if n > 1)
             print(f"{name:6} {threads:3d} {w.nbytes / 1e6:6.1f} {cells}  {ratios}")

@@ -75,7 +75,23 @@ def test_neon_bit_identical_to_scalar(t):
         raw[:, off:off + 2] = h.view(np.uint8).reshape(-1, 2)
     w = raw.reshape(rows, -1)
     x = rng.standard_normal((9, cols)).astype(np.float32)
-    ref = _core.kernels.matmul(w, int(t), rows, cols, x, isa="scalar", threads=1)
+    ref = _core._testing.kernels.matmul(w, int(t), rows, cols, x, isa="scalar", threads=1)
     for threads in (1, 3):
-        y = _core.kernels.matmul(w, int(t), rows, cols, x, isa="neon", threads=threads)
+        y = _core._testing.kernels.matmul(w, int(t), rows, cols, x, isa="neon", threads=threads)
         np.testing.assert_array_equal(y, ref)
+
+
+# The entries make_neon_table() sets (cpu/neon_kernels.h): {type: activation format}
+# (ActFormat: 1 = q8_0, 2 = q8_K). Every other entry must be null, so matmul takes the scalar
+# table's kernel for it; .ci/aarch64.sh builds with -ftrivial-auto-var-init=pattern, which
+# makes an entry left uninitialized read as non-null here.
+NEON_GEMM = {T.Q4_0: 1, T.Q4_1: 1, T.Q5_0: 1, T.Q5_1: 1, T.Q8_0: 1, T.IQ4_NL: 1,
+             T.Q4_K: 2, T.Q6_K: 2, T.Q2_K: 2, T.Q3_K: 2, T.Q5_K: 2, T.IQ4_XS: 2}
+
+
+def test_neon_table_sets_only_its_own_entries():
+    table = _core._testing.kernels.table("neon")
+    assert table["gemm"] == {int(t): act for t, act in NEON_GEMM.items()}
+    assert not table["half_to_float"] and not table["float_to_half"]
+    assert table["quantize"] == [False, False, False]
+

@@ -59,3 +59,32 @@ def test_model_repr_says_what_is_loaded(model_path):
     m = quickdraft.Model(model_path("smollm2-135m"), n_ctx=64)
     r = repr(m)
     assert "llama" in r and "smollm2" in r.lower()
+
+
+def test_no_import_cycle_between_modules():
+    """The package's modules import each other (at the top or inside functions) without a cycle."""
+    import ast
+    from pathlib import Path
+
+    root = Path(quickdraft.__file__).parent
+    names = {p.stem for p in root.glob("*.py")} | {p.name for p in root.iterdir() if (p / "__init__.py").exists()}
+    graph = {}
+    for p in root.glob("*.py"):
+        if p.stem == "__init__":
+            continue
+        deps = set()
+        for node in ast.walk(ast.parse(p.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                if node.module:
+                    deps.add(node.module.split(".")[0])
+                else:
+                    deps.update(a.name for a in node.names)
+        graph[p.stem] = {d for d in deps if d in names and d not in ("__init__", "_core")}
+
+    def visit(m, path):
+        assert m not in path, "import cycle: " + " -> ".join(path + [m])
+        for d in graph.get(m, ()):
+            visit(d, path + [m])
+
+    for m in graph:
+        visit(m, [])

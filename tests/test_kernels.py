@@ -20,7 +20,7 @@ import pytest
 from quickdraft import UnsupportedError, _core
 
 T = gguf.GGMLQuantizationType
-K = _core.kernels
+K = _core._testing.kernels
 
 # Offsets of the fp16 scale/min fields inside one block: set to sane values so random bytes make a
 # valid block (random bits there could be inf/nan).

@@ -87,17 +87,30 @@ def test_unaligned_source(qtype):
     assert_bit_equal(got, reference(raw, qtype).reshape(-1))
 
 
+# ggml's block_q8_1 (ggml-common.h) is two fp16 scales and 32 int8: 36 bytes. gguf-py's
+# GGML_QUANT_SIZES lists (32, 4 + 4 + 32), two float32 scales; Q8_1 only holds activations, so
+# no file carries it and the two never met. ggml is the format's definition.
+GGML_SIZES = {**gguf.GGML_QUANT_SIZES, QT.Q8_1: (32, 2 + 2 + 32)}
+
+
 def test_type_table_matches_gguf():
-    """Our block sizes are gguf's, and exactly the promised types can be dequantized."""
+    """Our block sizes are ggml's (gguf's, Q8_1 aside), and exactly the promised types can be dequantized."""
     supported = set(QUANT_TYPES) | set(FLOAT_TYPES)
+    table = _core._testing.quant_types()
     for qtype in QT:
         info = _core.type_info(int(qtype))
         assert info is not None, qtype.name
         name, block_size, type_size, can_dequantize = info
         assert name == qtype.name
-        assert (block_size, type_size) == gguf.GGML_QUANT_SIZES[qtype], qtype.name
+        assert table[int(qtype)] == (name, block_size, type_size)
+        assert (block_size, type_size) == GGML_SIZES[qtype], qtype.name
         if qtype in supported:
             assert can_dequantize, qtype.name
+
+
+def test_q8_1_block_is_36_bytes():
+    """block_q8_1 = fp16 d, fp16 s, int8 qs[32] (quant/blocks.h, ggml-common.h)."""
+    assert _core._testing.quant_types()[int(QT.Q8_1)] == ("Q8_1", 32, 36)
 
 
 def test_f16_every_pattern():

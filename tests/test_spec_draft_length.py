@@ -57,7 +57,7 @@ def c_v_steep(n):
 )
 def test_choice_maximises_expected_rate(accept, c_d, c_v):
     kmax = 10
-    ctl = feed(_core._DraftLength(1, kmax), c_d, c_v, kmax, accept)
+    ctl = feed(_core._testing.DraftLength(1, kmax), c_d, c_v, kmax, accept)
     # The controller measured every row count it used; compare with the exact formula at its
     # own acceptance estimate, using the true costs.
     k = ctl.next(0)
@@ -75,7 +75,7 @@ def test_first_token_cost_apart(accept):
     def c_v(n):
         return 1.0 + 0.1 * (n - 1)
 
-    ctl = feed(_core._DraftLength(1, kmax), c_d, c_v, kmax, accept, c_s=c_s)
+    ctl = feed(_core._testing.DraftLength(1, kmax), c_d, c_v, kmax, accept, c_s=c_s)
     assert ctl.draft_cost(0) == pytest.approx(c_d, rel=0.05)
     assert ctl.step_cost(0) == pytest.approx(c_s, rel=0.05)
     k = ctl.next(0)
@@ -87,7 +87,7 @@ def test_first_token_cost_apart(accept):
 
 
 def test_useless_drafts_switch_speculation_off_and_probe_ever_less():
-    ctl = _core._DraftLength(1, 8, True, 4)
+    ctl = _core._testing.DraftLength(1, 8, True, 4)
     probes = []
     for step in range(3000):
         k = ctl.next(0)
@@ -102,20 +102,20 @@ def test_useless_drafts_switch_speculation_off_and_probe_ever_less():
 
 
 def test_good_cheap_drafts_use_long_drafts():
-    ctl = feed(_core._DraftLength(1, 8), 0.02, c_v_flat, 8, 0.97)
+    ctl = feed(_core._testing.DraftLength(1, 8), 0.02, c_v_flat, 8, 0.97)
     assert ctl.alpha(0) > 0.9
     assert ctl.next(0) >= 6
 
 
 def test_acceptance_estimate_tracks_changes():
-    ctl = feed(_core._DraftLength(1, 8), 0.05, c_v_flat, 8, 0.95)
+    ctl = feed(_core._testing.DraftLength(1, 8), 0.05, c_v_flat, 8, 0.95)
     high = ctl.alpha(0)
     feed(ctl, 0.05, c_v_flat, 8, 0.2, steps=100)
     assert ctl.alpha(0) < high - 0.3
 
 
 def test_verify_cost_interpolates_measured_points():
-    ctl = _core._DraftLength(1, 8)
+    ctl = _core._testing.DraftLength(1, 8)
     assert ctl.verify_cost(3) < 0
     ctl.record_verify(0, 1, 0, 1.0)
     ctl.record_verify(0, 5, 4, 3.0)
@@ -128,7 +128,7 @@ def test_verify_cost_interpolates_measured_points():
 def test_a_load_change_keeps_the_cost_shape():
     # Costs learned at one machine load; then everything runs 3x slower, measured only at the
     # row count in use. The ratios that decide k must stay, and the level must follow.
-    ctl = feed(_core._DraftLength(1, 8), 0.05, c_v_flat, 8, 0.9)
+    ctl = feed(_core._testing.DraftLength(1, 8), 0.05, c_v_flat, 8, 0.9)
     k = ctl.next(0)
     assert k > 0
     ratio = ctl.verify_cost(1) / ctl.verify_cost(k + 1)
@@ -144,8 +144,8 @@ def test_a_load_change_keeps_the_cost_shape():
 
 
 def test_probe_interval_follows_the_probe_cost():
-    cheap = feed(_core._DraftLength(1, 8), 0.0001, c_v_flat, 8, 0.0, steps=50)  # n-gram-like
-    dear = feed(_core._DraftLength(1, 8), 0.6, c_v_flat, 8, 0.0, steps=50)  # a draft model
+    cheap = feed(_core._testing.DraftLength(1, 8), 0.0001, c_v_flat, 8, 0.0, steps=50)  # n-gram-like
+    dear = feed(_core._testing.DraftLength(1, 8), 0.6, c_v_flat, 8, 0.0, steps=50)  # a draft model
     cheap.new_sequence()
     dear.new_sequence()
     assert cheap.probe_interval(0) < dear.probe_interval(0)
@@ -155,18 +155,18 @@ def test_probe_interval_follows_the_probe_cost():
 
 
 def test_fixed_length_when_not_adaptive():
-    ctl = _core._DraftLength(1, 6, False)
+    ctl = _core._testing.DraftLength(1, 6, False)
     feed(ctl, 5.0, c_v_steep, 6, 0.0, steps=20)
     assert ctl.next(0) == 6
 
 
 def test_bad_draft_max():
     with pytest.raises(ValueError, match="draft_max"):
-        _core._DraftLength(1, -1)
+        _core._testing.DraftLength(1, -1)
 
 
 def test_one_unlucky_early_timing_fades():
-    ctl = _core._DraftLength(1, 8)
+    ctl = _core._testing.DraftLength(1, 8)
     ctl.record_draft(0, 4, 20 * 0.05)  # the first draft ran while the machine was busy
     ctl.record_verify(0, 5, 4, c_v_flat(5))
     for _ in range(30):
@@ -178,7 +178,7 @@ def test_one_unlucky_early_timing_fades():
 def test_one_failed_first_draft_is_probed_again_soon():
     """The first token of an answer is often refused: one failed draft (a = 0.4) must not
     park speculation for the probe budget's interval while there is next to no evidence."""
-    ctl = _core._DraftLength(1, 8, True, 4)
+    ctl = _core._testing.DraftLength(1, 8, True, 4)
     for _ in range(3):
         ctl.record_verify(0, 1, 0, 0.025)  # plain steps: a cost, no acceptance evidence
     ctl.record_draft(0, 4, 0.4 * 0.025, 0.34 * 0.025)
@@ -200,7 +200,7 @@ def test_optimism_fades_with_evidence():
     def c_v(n):
         return 1.0 + 0.1 * (n - 1)
 
-    thin = _core._DraftLength(1, 8)
+    thin = _core._testing.DraftLength(1, 8)
     thin.record_verify(0, 1, 0, c_v(1))
     thin.record_draft(0, 2, 0.4, 0.34)
     thin.record_verify(0, 2, 1, c_v(2))
@@ -208,7 +208,7 @@ def test_optimism_fades_with_evidence():
     thin.record_verify(0, 2, 1, c_v(2))
     thin.record_verify(0, 2, 0, c_v(2))
     assert thin.next(0) > best_k(thin.alpha(0), 0.4, c_v, 8, c_s=0.34)
-    full = feed(_core._DraftLength(1, 8), 0.4, c_v, 8, 0.8, c_s=0.34)
+    full = feed(_core._testing.DraftLength(1, 8), 0.4, c_v, 8, 0.8, c_s=0.34)
     k = full.next(0)
     want = best_k(full.alpha(0), 0.4, c_v, 8, c_s=0.34)
     assert k == want or full.rate(0, k) >= 0.97 * full.rate(0, want)
@@ -218,7 +218,7 @@ def test_one_slow_timing_of_a_row_count_leans_on_the_others():
     """A row count timed once, slowly (a cold start, a busy machine), must not set its cost
     alone: its estimate leans on the line through the other row counts until it has its own
     history, and then follows that history."""
-    ctl = _core._DraftLength(1, 8)
+    ctl = _core._testing.DraftLength(1, 8)
     for _ in range(6):
         for n in (1, 2, 3, 4, 6, 7, 8, 9):
             ctl.record_verify(0, n, 0, c_v_flat(n))

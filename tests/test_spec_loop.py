@@ -1,4 +1,4 @@
-"""The speculative loop end to end on tiny table models (spec_reference.random_table).
+"""The speculative loop end to end on tiny table models (reference/spec_reference.random_table).
 
 A table model's next-token logits depend on the previous and current token, and its "KV
 cache" is the list of tokens it has seen, so the exact greedy output and the exact
@@ -11,18 +11,18 @@ import numpy as np
 import pytest
 
 from quickdraft import Engine, _core
-from spec_reference import SETTINGS, Params, chi_square_check, greedy_table, random_table, table_marginals
+from reference.spec_reference import SETTINGS, Params, chi_square_check, greedy_table, random_table, table_marginals
 
 V = 8
 
 
 def table_engine(target, draft=None, *, pieces=None, stop_ids=(), n_ctx=256, draft_max=4, p_min=0.0, adaptive=False,
                  ngram_min=1, max_lag=64):
-    cfg = _core.EngineConfig()
+    cfg = _core.EngineOptions()
     cfg.draft_max_lag = max_lag
     cfg.n_ctx, cfg.draft_max, cfg.p_min, cfg.adaptive = n_ctx, draft_max, p_min, adaptive
     cfg.ngram_min, cfg.stop_ids = ngram_min, list(stop_ids)
-    return Engine._from_core(_core._engine_from_tables(target, draft, pieces, cfg))
+    return Engine._from_core(_core._testing.engine_from_tables(target, draft, pieces, cfg))
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +77,7 @@ def test_lagging_model_drafter_restarts_from_recent_tokens(tables, setting):
     opt = _core.GenerateOptions()
     opt.max_tokens = 4
     opt.sampling = prm.native(_core)
-    out = eng._core.sample_many(PROMPT, opt, 20000, 5)
+    out = _core._testing.sample_many(eng._core, PROMPT, opt, 20000, 5)
     chi_square_check(out[:, 3], table_marginals(target, PROMPT, 4, prm)[3])
 
 
@@ -99,12 +99,12 @@ def test_sampled_tokens_follow_the_target_distribution(tables, drafter, setting)
     opt = _core.GenerateOptions()
     opt.max_tokens = n_gen
     opt.sampling = prm.native(_core)
-    out = eng._core.sample_many(PROMPT, opt, n, 77)
+    out = _core._testing.sample_many(eng._core, PROMPT, opt, n, 77)
     margins = table_marginals(target, PROMPT, n_gen, prm)
     chi_square_check(out[:, 0], margins[0])
     chi_square_check(out[:, 2], margins[2])
     if drafter in ("model", "ngram"):  # fixed draft length: the last run drafted too
-        assert eng._core.stats()["drafted"] > 0
+        assert eng._core.stats().drafted > 0
 
 
 def test_same_seed_same_output(tables):

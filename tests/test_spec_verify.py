@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from quickdraft import _core
-from spec_reference import SETTINGS, Params, chi_square_check, process
+from reference.spec_reference import SETTINGS, Params, chi_square_check, process
 
 V = 12
 N = 40000
@@ -29,7 +29,7 @@ def _rows(seed: int, k: int):
 def test_sampling_reproduces_target_distribution(setting):
     prm = SETTINGS[setting]
     p, q = _rows(11, 3)
-    out = _core._verify_trials(p, q, prm.native(_core), N, 2024)
+    out = _core._testing.verify_trials(p, q, prm.native(_core), N, 2024)
     want0 = process(p[0], [0], prm)
     chi_square_check(out[:, 0], want0)
     # Second token: only emitted when the first draft token was accepted, and then it is a
@@ -42,8 +42,8 @@ def test_sampling_reproduces_target_distribution(setting):
 def test_accepts_more_when_q_is_close_to_p():
     prm = Params(temperature=1.0)
     p, q_far = _rows(5, 1)
-    near = _core._verify_trials(p, p[:1].copy(), prm.native(_core), 4000, 1)
-    far = _core._verify_trials(p, q_far, prm.native(_core), 4000, 1)
+    near = _core._testing.verify_trials(p, p[:1].copy(), prm.native(_core), 4000, 1)
+    far = _core._testing.verify_trials(p, q_far, prm.native(_core), 4000, 1)
     assert (near[:, 1] >= 0).mean() == 1.0  # q == p: every draft token is accepted
     assert (far[:, 1] >= 0).mean() < 0.9
 
@@ -55,7 +55,7 @@ def test_rejected_draft_token_never_reappears_when_q_one_hot():
     p, q = _rows(8, 1)
     q = np.full((1, V), -30.0, dtype=np.float32)
     q[0, 3] = 30.0  # q is (numerically) one-hot at 3
-    out = _core._verify_trials(p, q, prm.native(_core), N, 9)
+    out = _core._testing.verify_trials(p, q, prm.native(_core), N, 9)
     rejected = out[:, 1] < 0
     assert not np.any(out[rejected, 0] == 3)
     chi_square_check(out[:, 0], process(p[0], [0], prm))
@@ -68,7 +68,7 @@ def test_greedy_accepts_the_matching_prefix():
     q = np.full((4, V), -5.0, dtype=np.float32)
     for i, t in enumerate(target[:2] + [(target[2] + 1) % V, target[3]]):
         q[i, t] = 5.0
-    out = _core._verify_trials(p, q, prm.native(_core), 3, 0)
+    out = _core._testing.verify_trials(p, q, prm.native(_core), 3, 0)
     # Draft = target[0], target[1], wrong, ... -> keep two, then the target's own third token.
     for row in out:
         assert row.tolist() == target[:3] + [-1, -1]

@@ -1,5 +1,5 @@
 """Multilingual ids against llama.cpp's own tokenizer, recorded in tests/data/llamacpp_tokenize.json
-by tests/record_llamacpp_tokenize.py (llama-tokenize from the llama-cpp-python 0.3.36 sources)."""
+by tests/reference/record_llamacpp_tokenize.py (llama-tokenize from the llama-cpp-python 0.3.36 sources)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from quickdraft import Tokenizer
-from record_llamacpp_tokenize import MODELS, chat_text
+from reference.record_llamacpp_tokenize import MODELS, chat_text
 from test_tokenizer_multilingual import TEXTS
 
 RECORDED = json.loads((Path(__file__).parent / "data" / "llamacpp_tokenize.json").read_text())["models"]

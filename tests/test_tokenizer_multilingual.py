@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from quickdraft import GGUFFile, Tokenizer
-from tokenizer_oracle import PyBpe
+from reference.tokenizer_oracle import PyBpe
 
 TEXTS = {
     "japanese": "吾輩は猫である。名前はまだ無い。どこで生れたかとんと見当がつかぬ。カタカナ・ﾊﾝｶｸ",

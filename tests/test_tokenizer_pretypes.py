@@ -10,7 +10,7 @@ import gguf
 import pytest
 
 from quickdraft import Tokenizer
-from tokenizer_oracle import GPT2, PyBpe, byte_to_unicode, split
+from reference.tokenizer_oracle import GPT2, PyBpe, byte_to_unicode, split
 
 pytest.importorskip("regex")
 

@@ -1,12 +1,28 @@
 // quickdraft._core.cpu_features(): what run-time detection saw (CPUID on x86-64, AT_HWCAP on
-// aarch64), so users and tests can see why an ISA was or was not chosen.
+// aarch64), so users and tests can see why an ISA was or was not chosen; isa_available() and
+// current_isa(): the kernel tables this build and CPU can run, and the one matmul uses.
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <string>
+#include <vector>
 
 #include "common/cpu_features.h"
 
 namespace py = pybind11;
 
 void register_cpu(py::module_& m) {
+  m.def(
+      "isa_available",
+      [] {
+        std::vector<std::string> out;
+        for (qd::Isa isa : qd::available_isas()) out.push_back(qd::isa_name(isa));
+        return out;
+      },
+      "Kernel ISAs this build and CPU can run, scalar first.");
+  m.def("current_isa", [] { return std::string(qd::isa_name(qd::active_isa())); },
+        "The ISA matmul uses: the best available, or QD_FORCE_ISA.");
+
   m.def(
       "cpu_features",
       [] {

@@ -7,6 +7,7 @@
 
 #include "common/error.h"
 #include "gguf/gguf_file.h"
+#include "py_text.h"
 #include "quant/quant_types.h"
 
 namespace py = pybind11;
@@ -17,19 +18,13 @@ using qd::gguf::ValueType;
 
 namespace {
 
-py::str to_str(std::string_view s) {
-  PyObject* o = PyUnicode_DecodeUTF8(s.data(), (Py_ssize_t)s.size(), "replace");
-  if (!o) throw py::error_already_set();
-  return py::reinterpret_steal<py::str>(o);
-}
-
 py::object scalar_to_py(const Value& v) {
   switch (v.type) {
     case ValueType::FLOAT32:
     case ValueType::FLOAT64: return py::float_(v.f64);
     case ValueType::BOOL: return py::bool_(v.u64 != 0);
     case ValueType::UINT64: return py::int_(v.u64);
-    case ValueType::STRING: return to_str(v.str);
+    case ValueType::STRING: return qd::py_text(v.str);
     default: return py::int_(v.i64);
   }
 }
@@ -38,7 +33,7 @@ py::object value_to_py(const Value& v) {
   if (v.type != ValueType::ARRAY) return scalar_to_py(v);
   py::list out;
   if (v.elem_type == ValueType::STRING) {
-    for (std::string_view s : v.strings) out.append(to_str(s));
+    for (std::string_view s : v.strings) out.append(qd::py_text(s));
   } else if (v.elem_type == ValueType::ARRAY) {
     for (const Value& item : v.items) out.append(value_to_py(item));
   } else {
@@ -100,7 +95,7 @@ void register_gguf(py::module_& m) {
       .def_property_readonly("metadata",
                              [](const PyGGUFFile& s) {
                                py::dict d;
-                               for (const auto& [k, v] : s.f().metadata()) d[to_str(k)] = value_to_py(v);
+                               for (const auto& [k, v] : s.f().metadata()) d[qd::py_text(k)] = value_to_py(v);
                                return d;
                              })
       .def_property_readonly("tensors",
@@ -112,7 +107,7 @@ void register_gguf(py::module_& m) {
                                    shape[d] = py::int_(t.ne[t.n_dims - 1 - d]);
                                    ne[d] = py::int_(t.ne[d]);
                                  }
-                                 out.append(py::make_tuple(to_str(t.name), shape, ne, t.type_name(), t.type, t.offset,
+                                 out.append(py::make_tuple(qd::py_text(t.name), shape, ne, t.type_name(), t.type, t.offset,
                                                            t.nbytes));
                                }
                                return out;

@@ -4,6 +4,7 @@
 
 #include <memory>
 
+#include "py_text.h"
 #include "tokenizer/tokenizer.h"
 
 namespace py = pybind11;
@@ -11,13 +12,6 @@ using qd::StreamDecoder;
 using qd::Tokenizer;
 
 namespace {
-
-py::str utf8_str(const std::string& s) {
-  // decode() and the stream decoder only produce well-formed UTF-8; "replace" is a safety net.
-  PyObject* o = PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "replace");
-  if (!o) throw py::error_already_set();
-  return py::reinterpret_steal<py::str>(o);
-}
 
 py::object id_or_none(int32_t id) { return id < 0 ? py::object(py::none()) : py::object(py::int_(id)); }
 
@@ -46,7 +40,7 @@ void register_tokenizer(py::module_& m) {
               py::gil_scoped_release release;
               s = t.decode(ids, special);
             }
-            return utf8_str(s);
+            return qd::py_text(s);
           },
           py::arg("ids"), py::arg("special") = false, "Text of ids (ill-formed UTF-8 as U+FFFD).")
       .def(
@@ -71,13 +65,13 @@ void register_tokenizer(py::module_& m) {
       .def_property_readonly("pre", &Tokenizer::pre_name)
       .def_property_readonly("chat_template", [](const Tokenizer& t) -> py::object {
         const auto& tmpl = t.chat_template();
-        return tmpl ? py::object(utf8_str(*tmpl)) : py::object(py::none());
+        return tmpl ? py::object(qd::py_text(*tmpl)) : py::object(py::none());
       });
 
   py::class_<StreamDecoder>(m, "StreamDecoder", "Incremental detokenizer: feed ids, get whole characters.")
       .def(py::init<const Tokenizer&, bool>(), py::arg("tokenizer"), py::arg("special") = false,
            py::keep_alive<1, 2>())
-      .def("feed", [](StreamDecoder& d, int32_t id) { return utf8_str(d.feed(id)); }, py::arg("id"))
-      .def("flush", [](StreamDecoder& d) { return utf8_str(d.flush()); })
+      .def("feed", [](StreamDecoder& d, int32_t id) { return qd::py_text(d.feed(id)); }, py::arg("id"))
+      .def("flush", [](StreamDecoder& d) { return qd::py_text(d.flush()); })
       .def("reset", &StreamDecoder::reset);
 }

@@ -1,4 +1,5 @@
-// The extension module quickdraft._core: exception mapping and one register_*() per file.
+// The extension module quickdraft._core: exception mapping and one register_*() per file; the
+// test hooks go in the submodule _core._testing (bind_testing.cpp).
 #include <pybind11/pybind11.h>
 
 #include "common/error.h"
@@ -8,9 +9,9 @@ namespace py = pybind11;
 void register_gguf(py::module_& m);
 void register_engine(py::module_& m);
 void register_model(py::module_& m);
-void register_kernels(py::module_& m);
 void register_tokenizer(py::module_& m);
 void register_cpu(py::module_& m);
+void register_testing(py::module_& m);
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "quickdraft native core";
@@ -38,7 +39,7 @@ PYBIND11_MODULE(_core, m) {
   register_gguf(m);
   register_engine(m);
   register_model(m);
-  register_kernels(m);
   register_tokenizer(m);
   register_cpu(m);
+  register_testing(m);
 }

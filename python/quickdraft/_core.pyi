@@ -1,4 +1,4 @@
-"""Type stubs for quickdraft._core (generated with pybind11-stubgen, then checked in)."""
+"""Type stubs for quickdraft._core (generated with pybind11-stubgen, then edited by hand)."""
 """
 quickdraft native core
 """
@@ -10,7 +10,7 @@ import typing
 import typing_extensions
 
 
-__all__: list[str] = ['Context', 'EngineConfig', 'GGUFError', 'GGUFFile', 'GenerateOptions', 'IncompatibleModelsError', 'LoadedModel', 'QuickdraftError', 'SUPPORTED_ARCHS', 'SamplerParams', 'SpecEngine', 'StreamDecoder', 'Tokenizer', 'UnsupportedError', 'check_compatible', 'cpu_features', 'current_isa', 'default_skip_layers', 'dequantize', 'isa_available', 'kernels', 'type_info']
+__all__: list[str] = ['Context', 'DrafterKind', 'Engine', 'EngineOptions', 'GGUFError', 'GGUFFile', 'GenerateOptions', 'IncompatibleModelsError', 'LoadedModel', 'QuickdraftError', 'SUPPORTED_ARCHS', 'SamplerParams', 'Stats', 'StreamDecoder', 'Tokenizer', 'UnsupportedError', 'check_compatible', 'cpu_features', 'current_isa', 'default_skip_layers', 'dequantize', 'isa_available', 'type_info']
 class QuickdraftError(RuntimeError):
     pass
 class GGUFError(ValueError):
@@ -123,63 +123,88 @@ class GenerateOptions:
     @stop.setter
     def stop(self, arg0: collections.abc.Sequence[str]) -> None:
         ...
-class EngineConfig:
+class DrafterKind:
+    """What proposes the tokens the target verifies."""
+    none: typing.ClassVar[DrafterKind]
+    ngram: typing.ClassVar[DrafterKind]
+    self: typing.ClassVar[DrafterKind]
+    model: typing.ClassVar[DrafterKind]
+    hybrid: typing.ClassVar[DrafterKind]
+    __members__: typing.ClassVar[dict[str, DrafterKind]]
+    @property
+    def name(self) -> str:
+        ...
+    @property
+    def value(self) -> int:
+        ...
+class EngineOptions:
+    drafter: DrafterKind
+    draft_path: str
+    skip_layers: list[int]
+    n_ctx: int
+    threads: int
+    draft_max: int
     adaptive: bool
+    p_min: float
+    ngram_min: int
+    ngram_max: int
+    draft_max_lag: int
+    draft_head: int
+    stop_ids: list[int]
     def __init__(self) -> None:
         ...
+class Stats:
+    """
+    What a generation drafted, accepted and spent its time on (seconds).
+    """
+    drafter: str
+    prompt_tokens: int
+    prompt_tokens_cached: int
+    generated_tokens: int
+    steps: int
+    drafted: int
+    accepted: int
+    time_prompt: float
+    time_draft: float
+    time_verify: float
+    time_sampling: float
+    time_generate: float
+    accepted_histogram: list[int]
+    draft_length_histogram: list[int]
+    seed: int
+    def __init__(self) -> None:
+        ...
+    def as_dict(self) -> dict:
+        """
+        The stats as a plain dict (JSON-friendly).
+        """
     @property
-    def draft_max(self) -> int:
-        ...
-    @draft_max.setter
-    def draft_max(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
-        ...
-    @property
-    def draft_max_lag(self) -> int:
-        ...
-    @draft_max_lag.setter
-    def draft_max_lag(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
-        ...
-    @property
-    def n_ctx(self) -> int:
-        ...
-    @n_ctx.setter
-    def n_ctx(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
-        ...
-    @property
-    def ngram_max(self) -> int:
-        ...
-    @ngram_max.setter
-    def ngram_max(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
-        ...
-    @property
-    def ngram_min(self) -> int:
-        ...
-    @ngram_min.setter
-    def ngram_min(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
+    def acceptance_rate(self) -> float:
         ...
     @property
-    def p_min(self) -> float:
-        ...
-    @p_min.setter
-    def p_min(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
-        ...
+    def mean_accepted_length(self) -> float:
+        """
+        Accepted draft tokens per round.
+        """
     @property
-    def stop_ids(self) -> list[int]:
+    def tokens_per_second(self) -> float:
         ...
-    @stop_ids.setter
-    def stop_ids(self, arg0: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> None:
+class Engine:
+    """
+    A target with an optional drafter; the speculative loop, one step at a time.
+    """
+    def __init__(self, target: str, options: EngineOptions) -> None:
         ...
-class SpecEngine:
     def cancel(self) -> None:
         ...
     def detokenize(self, ids: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> str:
         ...
-    def sample_many(self, prompt: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], options: GenerateOptions, n: typing.SupportsInt | typing.SupportsIndex, seed0: typing.SupportsInt | typing.SupportsIndex) -> numpy.typing.NDArray[numpy.int32]:
-        ...
     def start(self, prompt: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], options: GenerateOptions) -> None:
         ...
-    def stats(self) -> dict:
-        ...
+    def stats(self) -> Stats:
+        """
+        The last generation's Stats (a copy).
+        """
     def step(self) -> list:
         """
         One prefill chunk or draft-verify round: [(text, tokens, from_draft)].
@@ -209,30 +234,6 @@ class SpecEngine:
         ...
     @property
     def text(self) -> str:
-        ...
-class _DraftLength:
-    """
-    Test hook: the draft-length controller.
-    """
-    def __init__(self, n_sources: typing.SupportsInt | typing.SupportsIndex = 1, draft_max: typing.SupportsInt | typing.SupportsIndex = 8, adaptive: bool = True, probe_every: typing.SupportsInt | typing.SupportsIndex = 4) -> None:
-        ...
-    def alpha(self, source: typing.SupportsInt | typing.SupportsIndex = 0) -> float:
-        ...
-    def draft_cost(self, source: typing.SupportsInt | typing.SupportsIndex = 0) -> float:
-        ...
-    def new_sequence(self) -> None:
-        ...
-    def next(self, source: typing.SupportsInt | typing.SupportsIndex = 0) -> int:
-        ...
-    def probe_interval(self, source: typing.SupportsInt | typing.SupportsIndex = 0) -> int:
-        ...
-    def rate(self, source: typing.SupportsInt | typing.SupportsIndex, k: typing.SupportsInt | typing.SupportsIndex) -> float:
-        ...
-    def record_draft(self, source: typing.SupportsInt | typing.SupportsIndex, n_drafted: typing.SupportsInt | typing.SupportsIndex, seconds_per_token: typing.SupportsFloat | typing.SupportsIndex) -> None:
-        ...
-    def record_verify(self, source: typing.SupportsInt | typing.SupportsIndex, n_rows: typing.SupportsInt | typing.SupportsIndex, n_accepted: typing.SupportsInt | typing.SupportsIndex, seconds: typing.SupportsFloat | typing.SupportsIndex) -> None:
-        ...
-    def verify_cost(self, n_rows: typing.SupportsInt | typing.SupportsIndex) -> float:
         ...
 class LoadedModel:
     """
@@ -372,20 +373,6 @@ class StreamDecoder:
         ...
     def reset(self) -> None:
         ...
-def _engine_from_models(target: str, kind: str, draft_path: str, skip_layers: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], threads: typing.SupportsInt | typing.SupportsIndex, config: EngineConfig) -> SpecEngine:
-    ...
-def _engine_from_tables(target: typing.Annotated[numpy.typing.ArrayLike, numpy.float32], draft: typing.Any, pieces: typing.Any, config: EngineConfig) -> SpecEngine:
-    """
-    Test hook: a SpecEngine over [V][V][V] table models.
-    """
-def _process_logits(logits: typing.Annotated[numpy.typing.ArrayLike, numpy.float32], history: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], params: SamplerParams) -> numpy.typing.NDArray[numpy.float32]:
-    ...
-def _sample_tokens(logits: typing.Annotated[numpy.typing.ArrayLike, numpy.float32], history: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], params: SamplerParams, n: typing.SupportsInt | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex) -> list[int]:
-    ...
-def _verify_trials(p_logits: typing.Annotated[numpy.typing.ArrayLike, numpy.float32], q_logits: typing.Annotated[numpy.typing.ArrayLike, numpy.float32], params: SamplerParams, n: typing.SupportsInt | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex) -> numpy.typing.NDArray[numpy.int32]:
-    """
-    Test hook: n draft-and-verify trials over fixed logit rows.
-    """
 def check_compatible(target: str, draft: str) -> None:
     """
     Raises IncompatibleModelsError unless the draft GGUF can draft for the target GGUF.
@@ -415,4 +402,7 @@ def type_info(arg0: typing.SupportsInt | typing.SupportsIndex) -> typing.Any:
 SUPPORTED_ARCHS: tuple = ('llama', 'qwen2', 'gemma3')
 
 import types
-kernels: types.ModuleType  # test hooks: matmul, bench_matmul, quantize_row, f16_to_f32, f32_to_f16
+# Test hooks, not API (cpp/bindings/bind_testing.cpp): engine_from_tables, sample_many,
+# verify_trials, process_logits, sample_tokens, quant_types, DraftLength, and the submodule
+# kernels (matmul, bench_matmul, quantize_row, f16_to_f32, f32_to_f16, table).
+_testing: types.ModuleType

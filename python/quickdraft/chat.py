@@ -62,12 +62,15 @@ def _source_of(tokenizer_or_metadata: Any) -> tuple[str | None, str, str]:
 
         return (md.get("tokenizer.chat_template"), text("tokenizer.ggml.bos_token_id"),
                 text("tokenizer.ggml.eos_token_id"))
-    t = tokenizer_or_metadata
-    if not hasattr(t, "special_token_text"):  # a bare _core.Tokenizer
-        from .tokenizer import Tokenizer
+    t = tokenizer_or_metadata  # a quickdraft.Tokenizer or a bare _core.Tokenizer
 
-        t = Tokenizer.from_core(t)
-    return t.chat_template, t.special_token_text(t.bos_id), t.special_token_text(t.eos_id)
+    def special(i: int | None) -> str:
+        if i is None:
+            return ""
+        text = t.token_text(i)
+        return text.decode("utf-8", "replace") if isinstance(text, bytes) else text
+
+    return t.chat_template, special(t.bos_id), special(t.eos_id)
 
 
 def render(tokenizer_or_metadata: Any, messages: Sequence[Mapping[str, Any]], add_generation_prompt: bool = True,

@@ -1,6 +1,6 @@
 """Speculative generation from Python: ``Engine``, ``Completion``, ``Piece``.
 
-The loop itself (draft, one batched verify, accept, truncate) runs in C++ (``_core.SpecEngine``);
+The loop itself (draft, one batched verify, accept, truncate) runs in C++ (``_core.Engine``, qd::Engine);
 this module turns arguments into native options, steps the loop with the GIL released, and
 hands back text. Each native step is one prefill chunk or one draft-verify round, so closing a
 stream or pressing Ctrl-C stops within one step and keeps everything produced so far.
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 import secrets
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from typing import Iterator, Optional, Sequence, Union
 
 from . import _core
@@ -38,32 +38,9 @@ class Piece:
     from_draft: bool
 
 
-@dataclass
-class Stats:
-    """What a generation drafted, accepted and spent its time on (seconds)."""
-
-    drafter: str = "none"
-    prompt_tokens: int = 0
-    prompt_tokens_cached: int = 0
-    generated_tokens: int = 0
-    steps: int = 0
-    drafted: int = 0
-    accepted: int = 0
-    acceptance_rate: float = 0.0
-    mean_accepted_length: float = 0.0  # accepted draft tokens per round
-    tokens_per_second: float = 0.0
-    time_prompt: float = 0.0
-    time_draft: float = 0.0
-    time_verify: float = 0.0
-    time_sampling: float = 0.0
-    time_generate: float = 0.0
-    accepted_histogram: list = field(default_factory=list)  # rounds by accepted draft tokens
-    draft_length_histogram: list = field(default_factory=list)  # rounds by draft length
-    seed: int = 0
-
-    def as_dict(self) -> dict:
-        """The stats as a plain dict (JSON-friendly)."""
-        return asdict(self)
+# What a generation drafted, accepted and spent its time on: the C++ struct qd::Stats
+# (include/quickdraft/engine.h), read in place.
+Stats = _core.Stats
 
 
 @dataclass
@@ -138,15 +115,16 @@ class Engine:
         ngram_max: int = 4,
         draft_head: Optional[int] = None,
     ):
-        cfg = _config(n_ctx, draft_max, p_min, adaptive, ngram_min, ngram_max)
+        opt = _options(n_ctx, draft_max, p_min, adaptive, ngram_min, ngram_max)
         if draft_head is not None and int(draft_head) < 0:
             raise ValueError(f"draft_head must be None, 0 (the full layer) or a token count, got {draft_head!r}")
-        cfg.draft_head = -1 if draft_head is None else int(draft_head)
-        kind, draft_path = _draft_kind(draft)
-        threads = 0 if threads is None else int(threads)
+        opt.draft_head = -1 if draft_head is None else int(draft_head)
+        kind, opt.draft_path = _draft_kind(draft)
+        opt.drafter = getattr(_core.DrafterKind, kind)
+        opt.skip_layers = [int(i) for i in skip_layers or []]
+        opt.threads = 0 if threads is None else int(threads)
         self._target_path = _model_path(target)
-        core = _core._engine_from_models(self._target_path, kind, draft_path, list(skip_layers or []), threads, cfg)
-        self._init(core)
+        self._init(_core.Engine(self._target_path, opt))
 
     @classmethod
     def _from_core(cls, core) -> "Engine":
@@ -258,9 +236,9 @@ class Engine:
         opt.stop = [stop] if isinstance(stop, str) else list(stop or [])
         opt.ignore_eos = bool(ignore_eos)
         opt.reproducible = reproducible
-        return self._run(core, ids, opt, seed)
+        return self._run(core, ids, opt)
 
-    def _run(self, core, ids, opt, seed) -> "Stream":
+    def _run(self, core, ids, opt) -> "Stream":
         # Validate and start eagerly, so bad arguments raise at the call, not at first next().
         self._generation += 1
         me = self._generation
@@ -278,14 +256,13 @@ class Engine:
                     if not core.finished:
                         core.cancel()
                         core.step()  # records "cancelled" and releases held-back text
-                    self.last_completion = stream.completion = self._completion(core, seed)
+                    self.last_completion = stream.completion = self._completion(core)
 
         stream._pieces = pieces()
         return stream
 
-    def _completion(self, core, seed) -> Completion:
-        stats = Stats(**core.stats(), seed=seed)
-        return Completion(core.text, list(core.generated), core.finish_reason, stats)
+    def _completion(self, core) -> Completion:
+        return Completion(core.text, list(core.generated), core.finish_reason, core.stats())
 
     @property
     def last_stats(self) -> Optional[Stats]:
@@ -315,11 +292,11 @@ class Engine:
         self.close()
 
 
-def _config(n_ctx, draft_max, p_min, adaptive, ngram_min, ngram_max):
-    cfg = _core.EngineConfig()
-    cfg.n_ctx, cfg.draft_max, cfg.p_min, cfg.adaptive = int(n_ctx), int(draft_max), float(p_min), bool(adaptive)
-    cfg.ngram_min, cfg.ngram_max = int(ngram_min), int(ngram_max)
-    return cfg
+def _options(n_ctx, draft_max, p_min, adaptive, ngram_min, ngram_max):
+    opt = _core.EngineOptions()
+    opt.n_ctx, opt.draft_max, opt.p_min, opt.adaptive = int(n_ctx), int(draft_max), float(p_min), bool(adaptive)
+    opt.ngram_min, opt.ngram_max = int(ngram_min), int(ngram_max)
+    return opt
 
 
 def _model_path(m) -> str:
@@ -333,7 +310,7 @@ def _model_path(m) -> str:
 
 
 def _draft_kind(draft):
-    """(kind, path) for the native factory."""
+    """(drafter kind name, draft path) for _core.EngineOptions."""
     if draft is None or draft == "none":
         return "none", ""
     if isinstance(draft, str) and draft in ("ngram", "self"):

@@ -6,7 +6,7 @@ import os
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from . import _core
+from . import _core, chat
 
 
 class StreamDecoder:
@@ -157,8 +157,6 @@ class Tokenizer:
     def apply_chat_template(self, messages: Sequence[dict], add_generation_prompt: bool = True,
                             template: str | None = None, **kwargs: Any) -> str:
         """Renders ``messages`` with the model's chat template (or ``template``)."""
-        from . import chat
-
         return chat.render(self, messages, add_generation_prompt=add_generation_prompt, template=template, **kwargs)
 
     def __repr__(self) -> str:

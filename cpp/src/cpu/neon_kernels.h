@@ -472,7 +472,7 @@ void kq16_gemm(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size
 template <class Tag>
 KernelTable make_neon_table() {
   using quant::Type;
-  KernelTable t;
+  KernelTable t{};
   t.isa = Isa::neon;
   auto set = [&](Type type, GemmRowsFn fn, ActFormat act) { t.gemm[(uint32_t)type] = {fn, act}; };
   set(Type::Q4_0, q32_gemm<Tag, NQ4_0>, ActFormat::q8_0);

@@ -1,7 +1,7 @@
 // A loaded model (weights viewed in place in the GGUF mapping) and the contexts that run it.
 //
-// CONTRACT shared by the forward pass (cpp/src/model/) and the speculative loop (cpp/src/speculative/).
-// The forward-pass work fills in the implementation; change signatures only together.
+// The interface between the forward pass (cpp/src/model/) and the speculative loop
+// (cpp/src/speculative/):
 //
 //   auto model = qd::Model::load("m.gguf");              // validates, maps, no weight copy
 //   qd::Context ctx(model, /*n_ctx=*/4096, /*n_threads=*/2);

@@ -15,7 +15,7 @@ const TypeTraits kTable[] = {
     {Type::Q5_0, "Q5_0", 32, 22, to_float_q5_0},
     {Type::Q5_1, "Q5_1", 32, 24, to_float_q5_1},
     {Type::Q8_0, "Q8_0", 32, 34, to_float_q8_0},
-    {Type::Q8_1, "Q8_1", 32, 40, nullptr},
+    {Type::Q8_1, "Q8_1", 32, 36, nullptr},
     {Type::Q2_K, "Q2_K", 256, 84, to_float_q2_K},
     {Type::Q3_K, "Q3_K", 256, 110, to_float_q3_K},
     {Type::Q4_K, "Q4_K", 256, 144, to_float_q4_K},

@@ -2,10 +2,10 @@
 //
 // With per-token acceptance a, draft cost c_d for the first drafted token and c_s for each
 // further one (a model drafter's first token also brings its KV cache up to date, two tokens
-// in one batch; measured on the Qwen 0.5B draft: 10 ms against 8.5 ms a step), and verify cost
-// c_v(n) for n rows, a draft of k tokens yields on average (1 - a^(k+1)) / (1 - a) tokens per
-// step and costs c_d + (k - 1) * c_s + c_v(k + 1) (c_s = c_d until measured). next() picks the k in [0, draft_max] that maximises tokens per second from
-// running estimates; k = 0 is plain decoding, so speculation that does not pay switches itself
+// in one batch, so c_d > c_s), and verify cost c_v(n) for n rows, a draft of k tokens yields on
+// average (1 - a^(k+1)) / (1 - a) tokens per step and costs c_d + (k - 1) * c_s + c_v(k + 1)
+// (c_s = c_d until measured). next() picks the k in [0, draft_max] that maximises tokens per
+// second from running estimates; k = 0 is plain decoding, so speculation that does not pay switches itself
 // off. While at k = 0 it probes now and then with a short draft, because acceptance changes
 // with the text: as often as a budget of probe_budget of the time allows (cheap n-gram probes
 // often, model probes rarely), and less often after each probe that finds nothing.

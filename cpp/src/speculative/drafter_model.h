@@ -2,8 +2,8 @@
 // layers skipped (self-speculation). The drafter samples from q (the same logit processing as
 // the verifier; greedy settings give the q = one-hot case) and stops early when its top
 // probability drops below p_min, never before its first token: that token's logits cost the
-// catch-up already, and one more verify row costs little next to a token won (stopping there
-// made a step dearer than a plain one, and the controller never saw it).
+// catch-up already, and one more verify row costs little next to a token won (stopping before
+// it would make the step dearer than a plain one, unseen by the draft-length controller).
 #pragma once
 #include <memory>
 #include <string>

@@ -11,16 +11,6 @@ namespace {
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 }  // namespace
 
-const char* finish_reason_name(FinishReason r) {
-  switch (r) {
-    case FinishReason::eos: return "eos";
-    case FinishReason::length: return "length";
-    case FinishReason::stop: return "stop";
-    case FinishReason::context: return "context";
-    case FinishReason::cancelled: return "cancelled";
-    default: return "";
-  }
-}
 
 Generator::Generator(LogitSource& target, Drafter* drafter, const TokenStreamSource* text, GeneratorConfig cfg)
     : target_(target),
@@ -30,6 +20,7 @@ Generator::Generator(LogitSource& target, Drafter* drafter, const TokenStreamSou
       length_(drafter ? drafter->n_sources() : 1, cfg_.draft_length) {
   if (!(cfg_.p_min >= 0.0f && cfg_.p_min <= 1.0f)) throw ArgError("p_min must be in [0, 1]");
   if (cfg_.prefill_chunk < 1) throw ArgError("prefill_chunk must be >= 1");
+  stats_.drafter = drafter_ ? drafter_->name() : "none";
 }
 
 bool Generator::is_stop_id(int32_t t) const {
@@ -68,10 +59,12 @@ void Generator::start(const std::vector<int32_t>& prompt, const GenerateOptions&
   cancel_.store(false);
   finish_ = FinishReason::none;
   stats_ = Stats();
-  stats_.n_prompt = (int)prompt.size();
-  stats_.n_prompt_cached = (int)keep;
-  stats_.accepted_hist.assign(cfg_.draft_length.draft_max + 1, 0);
-  stats_.drafted_hist.assign(cfg_.draft_length.draft_max + 1, 0);
+  stats_.drafter = drafter_ ? drafter_->name() : "none";
+  stats_.seed = opt.sampling.seed;
+  stats_.prompt_tokens = (int)prompt.size();
+  stats_.prompt_tokens_cached = (int)keep;
+  stats_.accepted_histogram.assign(cfg_.draft_length.draft_max + 1, 0);
+  stats_.draft_length_histogram.assign(cfg_.draft_length.draft_max + 1, 0);
   logits_.resize((size_t)(cfg_.draft_length.draft_max + 1) * target_.n_vocab());
   if (opt.max_tokens == 0) finish(FinishReason::length, nullptr);
 }
@@ -89,7 +82,7 @@ bool Generator::prefill_step() {
     drafter_ready_ = drafter_->prefill(history_, cfg_.prefill_chunk);
     busy = true;
   }
-  stats_.t_prompt += now() - t0;
+  stats_.time_prompt += now() - t0;
   return busy;
 }
 
@@ -112,7 +105,7 @@ void Generator::speculate_step(std::vector<Chunk>* out) {
     drafter_->propose(history_, req, &draft_);
     draft_.source = source;
     const double dt = now() - t_start;
-    stats_.t_draft += dt;
+    stats_.time_draft += dt;
     const int n = (int)draft_.tokens.size();
     if (draft_.first_seconds >= 0) {
       length_.record_draft(source, n, draft_.first_seconds, draft_.step_seconds);
@@ -132,22 +125,22 @@ void Generator::speculate_step(std::vector<Chunk>* out) {
   const double t_sample = now();
   const Verdict v = verifier_->verify(logits_.data(), target_.n_vocab(), history_, draft_, rng_);
   const double t_end = now();
-  stats_.t_verify += t_sample - t_verify;
-  stats_.t_sample += t_end - t_sample;
+  stats_.time_verify += t_sample - t_verify;
+  stats_.time_sampling += t_end - t_sample;
 
   // Keep [last] + the accepted draft tokens in the KV cache; the new token is evaluated next.
   kv_tokens_.insert(kv_tokens_.end(), rows.begin(), rows.begin() + 1 + v.n_accepted);
   target_.truncate((int)kv_tokens_.size());
 
   length_.record_verify(source, (int)rows.size(), v.n_accepted, t_sample - t_verify);
-  stats_.n_steps++;
+  stats_.steps++;
   stats_.drafted += n_draft;
   stats_.accepted += v.n_accepted;
-  stats_.drafted_hist[n_draft]++;
-  stats_.accepted_hist[v.n_accepted]++;
+  stats_.draft_length_histogram[n_draft]++;
+  stats_.accepted_histogram[v.n_accepted]++;
 
   if (emit(draft_.tokens.data(), v.n_accepted, true, out)) emit(&v.token, 1, false, out);
-  stats_.t_generate += now() - t_start;
+  stats_.time_generate += now() - t_start;
 }
 
 bool Generator::emit(const int32_t* tokens, int n, bool from_draft, std::vector<Chunk>* out) {
@@ -163,7 +156,7 @@ bool Generator::emit(const int32_t* tokens, int n, bool from_draft, std::vector<
     }
     history_.push_back(t);
     generated_.push_back(t);
-    stats_.n_generated++;
+    stats_.generated_tokens++;
     chunk.tokens.push_back(t);
     if (stream_) chunk.text += stops_->push(stream_->push(t));
     if (stops_->stopped()) reason = FinishReason::stop;

@@ -19,59 +19,23 @@
 #include <string>
 #include <vector>
 
+#include "quickdraft/engine.h"
 #include "sampling/rng.h"
 #include "sampling/sampler_params.h"
 #include "speculative/draft_length.h"
 #include "speculative/drafter.h"
 #include "speculative/logit_source.h"
+#include "speculative/verifier.h"
 #include "tokenizer/stop_strings.h"
 #include "tokenizer/token_stream.h"
-#include "speculative/verifier.h"
 
 namespace qd::speculative {
-
-enum class FinishReason { none, eos, length, stop, context, cancelled };
-// "eos", "length", "stop", "context", "cancelled" ("" while running).
-const char* finish_reason_name(FinishReason r);
 
 struct GeneratorConfig {
   DraftLengthOptions draft_length;
   float p_min = 0.0f;              // drafter stops when its top probability is below (after one token)
   std::vector<int32_t> stop_ids;   // EOS / EOT / end-of-generation ids
   int prefill_chunk = 256;         // prompt tokens per step (bounds the cancel latency)
-};
-
-struct GenerateOptions {
-  sampling::SamplerParams sampling;
-  int max_tokens = 256;
-  std::vector<std::string> stop;
-  bool ignore_eos = false;
-  // Draft draft_max tokens every step instead of a length chosen from measured time, so the
-  // same seed gives the same text whatever the machine's load (sampling with a fixed seed).
-  bool reproducible = false;
-};
-
-// Emitted tokens with the text they completed; from_draft: the tokens were drafted and
-// accepted (the target's own token of a step comes in a chunk of its own).
-struct Chunk {
-  std::string text;
-  std::vector<int32_t> tokens;
-  bool from_draft = false;
-};
-
-struct Stats {
-  int n_prompt = 0;          // prompt tokens
-  int n_prompt_cached = 0;   // of which were already in the KV cache from the last call
-  int n_generated = 0;
-  int n_steps = 0;           // draft-verify rounds
-  int drafted = 0, accepted = 0;
-  std::vector<int> accepted_hist;  // [draft_max + 1]: rounds by number of accepted draft tokens
-  std::vector<int> drafted_hist;   // [draft_max + 1]: rounds by draft length
-  double t_prompt = 0, t_draft = 0, t_verify = 0, t_sample = 0, t_generate = 0;  // seconds
-
-  double acceptance_rate() const { return drafted ? (double)accepted / drafted : 0.0; }
-  double tokens_per_second() const { return t_generate > 0 ? n_generated / t_generate : 0.0; }
-  double mean_accepted() const { return n_steps ? (double)accepted / n_steps : 0.0; }
 };
 
 class Generator {

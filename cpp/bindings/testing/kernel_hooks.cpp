@@ -1,5 +1,5 @@
-// Test and benchmark hooks for the CPU kernels: quickdraft._core.kernels.matmul / bench_matmul,
-// and the ISA dispatch state (_core.isa_available(), _core.current_isa()).
+// Test and benchmark hooks for the CPU kernels: quickdraft._core._testing.kernels (matmul,
+// bench_matmul, quantize_row, f16_to_f32, f32_to_f16, table).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -79,19 +79,26 @@ qd::cpu::Matrix laid_out(const qd::cpu::Matrix& w, qd::Isa isa, const std::strin
 
 }  // namespace
 
-void register_kernels(py::module_& m) {
-  m.def(
-      "isa_available",
-      [] {
-        std::vector<std::string> out;
-        for (qd::Isa isa : qd::available_isas()) out.push_back(qd::isa_name(isa));
-        return out;
+void register_kernel_hooks(py::module_& k) {
+  k.def(
+      "table",
+      [](const std::string& isa) {
+        const qd::cpu::KernelTable& t = qd::cpu::kernel_table(qd::parse_isa(isa));
+        py::dict gemm;
+        for (uint32_t type = 0; type < qd::cpu::kMaxTypeId; type++)
+          if (t.gemm[type].fn) gemm[py::int_(type)] = (int)t.gemm[type].act;
+        py::list quantize;
+        for (qd::cpu::QuantizeRowFn f : t.quantize) quantize.append(f != nullptr);
+        py::dict d;
+        d["isa"] = std::string(qd::isa_name(t.isa));
+        d["half_to_float"] = t.half_to_float != nullptr;
+        d["float_to_half"] = t.float_to_half != nullptr;
+        d["quantize"] = quantize;
+        d["gemm"] = gemm;
+        return d;
       },
-      "Kernel ISAs this build and CPU can run, scalar first.");
-  m.def("current_isa", [] { return std::string(qd::isa_name(qd::active_isa())); },
-        "The ISA matmul uses: the best available, or QD_FORCE_ISA.");
-
-  py::module_ k = m.def_submodule("kernels", "CPU kernel test and benchmark hooks");
+      py::arg("isa"),
+      "The ISA's kernel table: which entries are set ({type id: activation format} for gemm, bools else).");
   k.def(
       "matmul",
       [](py::buffer weight, uint32_t type, int64_t rows, int64_t cols, FloatArray x, std::optional<std::string> isa,

@@ -1,7 +1,7 @@
 """Record llama.cpp's token ids for the multilingual texts into tests/data/llamacpp_tokenize.json.
 
-Run once with a llama.cpp build (see ../shared/PEERS.md):
-    python tests/record_llamacpp_tokenize.py /path/to/llama-tokenize
+Run once with a llama.cpp build (llama-tokenize):
+    python tests/reference/record_llamacpp_tokenize.py /path/to/llama-tokenize
 The test (test_tokenizer_llamacpp.py) then compares against the recorded ids without the binary.
 """
 
@@ -13,13 +13,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/
 from test_tokenizer_multilingual import TEXTS  # noqa: E402
 
 from quickdraft import models  # noqa: E402
 
 MODELS = ["smollm2-135m", "gemma3-270m", "qwen2.5-coder-0.5b"]
-OUT = Path(__file__).parent / "data" / "llamacpp_tokenize.json"
+OUT = Path(__file__).resolve().parents[1] / "data" / "llamacpp_tokenize.json"
 
 
 def chat_text(text: str) -> str:

@@ -1,0 +1,200 @@
+// quickdraft._core._testing: hooks the tests drive the native code through, outside the public
+// module. The verifier and the loop run on synthetic distributions and tiny table models, where
+// the exact output distribution is known; the draft-length controller, the logit processor and
+// the quant type table are exposed on their own; the kernels submodule reaches the CPU kernels.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "quant/quant_types.h"
+#include "quickdraft/engine.h"
+#include "sampling/logit_processor.h"
+#include "speculative/draft_length.h"
+#include "speculative/drafter_hybrid.h"
+#include "speculative/drafter_model.h"
+#include "speculative/drafter_ngram.h"
+#include "speculative/verifier.h"
+#include "testing/piece_streams.h"
+#include "testing/table_source.h"
+
+namespace py = pybind11;
+using qd::sampling::SamplerParams;
+using namespace qd::speculative;
+
+void register_kernel_hooks(py::module_& k);
+
+namespace {
+
+using FloatArray = py::array_t<float, py::array::c_style | py::array::forcecast>;
+
+std::unique_ptr<qd::testing::TableSource> table_source(FloatArray t, int n_ctx) {
+  if (t.ndim() != 3 || t.shape(0) != t.shape(1) || t.shape(1) != t.shape(2))
+    throw qd::ArgError("a table model is a [V][V][V] array (previous token, token, next-token logits)");
+  const int v = (int)t.shape(0);
+  return std::make_unique<qd::testing::TableSource>(std::vector<float>(t.data(), t.data() + t.size()), v, n_ctx);
+}
+
+// An engine over table models. draft: None, "ngram", a table (model drafter), or
+// ("hybrid", table); pieces: each token's text, or None for no text.
+std::unique_ptr<qd::Engine> engine_from_tables(FloatArray target, py::object draft, py::object pieces,
+                                               const qd::EngineOptions& opt) {
+  auto model_drafter = [&](py::handle table) {
+    return std::make_unique<ModelDrafter>(table_source(py::cast<FloatArray>(table), opt.n_ctx), "draft",
+                                          opt.draft_max_lag);
+  };
+  std::unique_ptr<Drafter> drafter;
+  if (draft.is_none()) {
+  } else if (py::isinstance<py::str>(draft) && draft.cast<std::string>() == "ngram") {
+    drafter = std::make_unique<NgramDrafter>(opt.ngram_min, opt.ngram_max);
+  } else if (py::isinstance<py::tuple>(draft)) {
+    drafter = std::make_unique<HybridDrafter>(model_drafter(draft.cast<py::tuple>()[1]),
+                                              NgramDrafter(opt.ngram_min, opt.ngram_max));
+  } else {
+    drafter = model_drafter(draft);
+  }
+  std::unique_ptr<qd::TokenStreamSource> text;
+  if (!pieces.is_none()) text = std::make_unique<qd::testing::PieceStreams>(pieces.cast<std::vector<std::string>>());
+  return std::make_unique<qd::Engine>(table_source(target, opt.n_ctx), std::move(drafter), std::move(text), opt);
+}
+
+// n generations from the same prompt with seeds seed0, seed0 + 1, ...; returns
+// [n][max_tokens] generated ids, -1 after the end.
+py::array_t<int32_t> sample_many(qd::Engine& e, const std::vector<int32_t>& prompt, qd::GenerateOptions opt, int n,
+                                 uint64_t seed0) {
+  if (n < 0) throw qd::ArgError("n must be >= 0");
+  py::array_t<int32_t> out({(py::ssize_t)n, (py::ssize_t)opt.max_tokens});
+  int32_t* o = out.mutable_data();
+  py::gil_scoped_release release;
+  for (int i = 0; i < n; i++) {
+    opt.sampling.seed = seed0 + i;
+    e.start(prompt, opt);
+    while (e.step(nullptr)) {
+    }
+    const std::vector<int32_t>& g = e.generated();
+    for (int j = 0; j < opt.max_tokens; j++) o[(size_t)i * opt.max_tokens + j] = j < (int)g.size() ? g[j] : -1;
+  }
+  return out;
+}
+
+// n independent speculative steps over fixed distributions. Row i of p_logits is the target's
+// logits after [last] + draft[:i], row i of q_logits the draft's; each trial samples a draft
+// from q (processed like p) and verifies it. Returns [n][k+1] emitted ids, -1 after the step's
+// last token.
+py::array_t<int32_t> verify_trials(FloatArray p_logits, FloatArray q_logits, const SamplerParams& params, int n,
+                                   uint64_t seed) {
+  if (p_logits.ndim() != 2 || q_logits.ndim() != 2 || q_logits.shape(0) + 1 != p_logits.shape(0) ||
+      q_logits.shape(1) != p_logits.shape(1))
+    throw qd::ArgError("p_logits must be [k+1][V] and q_logits [k][V]");
+  const int k = (int)q_logits.shape(0), v = (int)p_logits.shape(1);
+  py::array_t<int32_t> out({(py::ssize_t)n, (py::ssize_t)(k + 1)});
+  int32_t* o = out.mutable_data();
+  const float* p = p_logits.data();
+  const float* q = q_logits.data();
+  py::gil_scoped_release release;
+  qd::sampling::Rng rng(seed);
+  qd::sampling::LogitProcessor proc(params);
+  Verifier verifier(params);
+  const std::vector<int32_t> history = {0};
+  Draft draft;
+  for (int t = 0; t < n; t++) {
+    draft.clear();
+    for (int i = 0; i < k; i++) {
+      Distribution qi;
+      proc.process(q + (size_t)i * v, v, nullptr, 0, &qi);
+      draft.tokens.push_back(qd::sampling::sample(qi, rng));
+      if (!params.greedy()) draft.q.push_back(std::move(qi));
+    }
+    const Verdict verdict = verifier.verify(p, v, history, draft, rng);
+    int32_t* row = o + (size_t)t * (k + 1);
+    for (int i = 0; i <= k; i++) row[i] = -1;
+    for (int i = 0; i < verdict.n_accepted; i++) row[i] = draft.tokens[i];
+    row[verdict.n_accepted] = verdict.token;
+  }
+  return out;
+}
+
+Distribution processed(FloatArray logits, const std::vector<int32_t>& history, const SamplerParams& params) {
+  if (logits.ndim() != 1) throw qd::ArgError("logits must be one row [V]");
+  qd::sampling::LogitProcessor proc(params);
+  Distribution d;
+  proc.process(logits.data(), (int)logits.shape(0), history.data(), history.size(), &d);
+  return d;
+}
+
+// The processed next-token distribution as a dense [V] array.
+py::array_t<float> process_logits(FloatArray logits, const std::vector<int32_t>& history, const SamplerParams& params) {
+  const Distribution d = processed(logits, history, params);
+  py::array_t<float> out(logits.shape(0));
+  float* o = out.mutable_data();
+  std::fill(o, o + out.size(), 0.0f);
+  for (size_t i = 0; i < d.size(); i++) o[d.ids[i]] = d.probs[i];
+  return out;
+}
+
+// n samples of the processed distribution, drawn in turn from one Rng(seed).
+std::vector<int32_t> sample_tokens(FloatArray logits, const std::vector<int32_t>& history, const SamplerParams& params,
+                                   int n, uint64_t seed) {
+  const Distribution d = processed(logits, history, params);
+  qd::sampling::Rng rng(seed);
+  std::vector<int32_t> out(n);
+  for (int32_t& t : out) t = qd::sampling::sample(d, rng);
+  return out;
+}
+
+}  // namespace
+
+void register_testing(py::module_& m) {
+  py::module_ t = m.def_submodule("_testing", "Test hooks: not part of quickdraft's API.");
+
+  t.def("engine_from_tables", &engine_from_tables, py::arg("target"), py::arg("draft"), py::arg("pieces"),
+        py::arg("options"), "An Engine over [V][V][V] table models.");
+  t.def("sample_many", &sample_many, py::arg("engine"), py::arg("prompt"), py::arg("options"), py::arg("n"),
+        py::arg("seed0"), "n generations with seeds seed0, seed0 + 1, ...: [n][max_tokens] ids, -1 after the end.");
+  t.def("verify_trials", &verify_trials, py::arg("p_logits"), py::arg("q_logits"), py::arg("params"), py::arg("n"),
+        py::arg("seed"), "n draft-and-verify trials over fixed logit rows.");
+  t.def("process_logits", &process_logits, py::arg("logits"), py::arg("history"), py::arg("params"),
+        "The processed next-token distribution, dense [V].");
+  t.def("sample_tokens", &sample_tokens, py::arg("logits"), py::arg("history"), py::arg("params"), py::arg("n"),
+        py::arg("seed"), "n samples of the processed distribution from one Rng(seed).");
+  t.def(
+      "quant_types",
+      [] {
+        py::dict out;
+        for (uint32_t id = 0; id < 256; id++)
+          if (const qd::quant::TypeTraits* tt = qd::quant::type_traits(id))
+            out[py::int_(id)] = py::make_tuple(tt->name, tt->block_size, tt->type_size);
+        return out;
+      },
+      "The quant type table: {type id: (name, block size, bytes per block)}.");
+
+  py::class_<DraftLength>(t, "DraftLength", "The draft-length controller.")
+      .def(py::init([](int n_sources, int draft_max, bool adaptive, int probe_every) {
+             DraftLengthOptions o;
+             o.draft_max = draft_max;
+             o.adaptive = adaptive;
+             o.probe_every = probe_every;
+             return std::make_unique<DraftLength>(n_sources, o);
+           }),
+           py::arg("n_sources") = 1, py::arg("draft_max") = 8, py::arg("adaptive") = true, py::arg("probe_every") = 4)
+      .def("next", &DraftLength::next, py::arg("source") = 0)
+      .def("record_draft", &DraftLength::record_draft, py::arg("source"), py::arg("n_drafted"),
+           py::arg("first_seconds"), py::arg("step_seconds") = -1.0)
+      .def("record_verify", &DraftLength::record_verify, py::arg("source"), py::arg("n_rows"), py::arg("n_accepted"),
+           py::arg("seconds"))
+      .def("alpha", &DraftLength::alpha, py::arg("source") = 0)
+      .def("verify_cost", &DraftLength::verify_cost, py::arg("n_rows"))
+      .def("draft_cost", &DraftLength::draft_cost, py::arg("source") = 0)
+      .def("step_cost", &DraftLength::step_cost, py::arg("source") = 0)
+      .def("probe_interval", &DraftLength::probe_interval, py::arg("source") = 0)
+      .def("new_sequence", &DraftLength::new_sequence)
+      .def("rate", &DraftLength::rate, py::arg("source"), py::arg("k"));
+
+  py::module_ k = t.def_submodule("kernels", "CPU kernel test and benchmark hooks");
+  register_kernel_hooks(k);
+}

@@ -1,0 +1,188 @@
+// qd::Engine (include/quickdraft/engine.h): assembles a target, a drafter and a text source
+// into the speculative loop (speculative::Generator).
+#include "quickdraft/engine.h"
+
+#include <mutex>
+
+#include "common/error.h"
+#include "gguf/gguf_file.h"
+#include "model/model.h"
+#include "speculative/compat.h"
+#include "speculative/context_source.h"
+#include "speculative/drafter_hybrid.h"
+#include "speculative/drafter_model.h"
+#include "speculative/drafter_ngram.h"
+#include "speculative/generator.h"
+#include "tokenizer/token_stream.h"
+#include "tokenizer/tokenizer.h"
+
+namespace qd {
+
+using namespace speculative;
+
+const char* drafter_kind_name(DrafterKind k) {
+  switch (k) {
+    case DrafterKind::none: return "none";
+    case DrafterKind::ngram: return "ngram";
+    case DrafterKind::self: return "self";
+    case DrafterKind::model: return "model";
+    case DrafterKind::hybrid: return "hybrid";
+  }
+  return "";
+}
+
+DrafterKind parse_drafter_kind(const std::string& name) {
+  for (DrafterKind k : {DrafterKind::none, DrafterKind::ngram, DrafterKind::self, DrafterKind::model, DrafterKind::hybrid})
+    if (name == drafter_kind_name(k)) return k;
+  throw ArgError("unknown drafter '" + name + "': use none, ngram, self, a draft model, or hybrid");
+}
+
+const char* finish_reason_name(FinishReason r) {
+  switch (r) {
+    case FinishReason::eos: return "eos";
+    case FinishReason::length: return "length";
+    case FinishReason::stop: return "stop";
+    case FinishReason::context: return "context";
+    case FinishReason::cancelled: return "cancelled";
+    default: return "";
+  }
+}
+
+int draft_head_rows(const EngineOptions& opt, int n_vocab) {
+  if (opt.draft_head < -1) throw ArgError("draft_head must be -1 (auto), 0 (full) or a token count");
+  if (opt.draft_head == -1) return n_vocab >= kDraftHeadMinVocab ? kDefaultDraftHead : 0;
+  return opt.draft_head;
+}
+
+void check_compatible(const std::string& target_path, const std::string& draft_path) {
+  speculative::check_compatible(gguf::File(target_path), gguf::File(draft_path));
+}
+
+struct Engine::Parts {
+  std::unique_ptr<LogitSource> target;
+  std::unique_ptr<Drafter> drafter;
+  std::unique_ptr<TokenStreamSource> text;
+  std::shared_ptr<const Tokenizer> tok;  // null for models without tokenizer metadata
+  std::unique_ptr<Generator> gen;
+  std::mutex mu;  // one start() or step() at a time
+
+  void finish(const EngineOptions& opt) {
+    GeneratorConfig g;
+    g.draft_length.draft_max = opt.draft_max;
+    g.draft_length.adaptive = opt.adaptive;
+    g.p_min = opt.p_min;
+    g.stop_ids = opt.stop_ids;
+    gen = std::make_unique<Generator>(*target, drafter.get(), text.get(), g);
+  }
+};
+
+namespace {
+
+// A drafter over its own context on `pool` (the target's): skipped layers for self-drafting,
+// and the draft head for large vocabularies (the stop ids always in it).
+std::unique_ptr<ModelDrafter> context_drafter(std::shared_ptr<const Model> m, std::shared_ptr<ThreadPool> pool,
+                                              std::vector<int> skip, const char* name, const EngineOptions& opt) {
+  const int head = draft_head_rows(opt, m->n_vocab());
+  auto ctx = std::make_unique<Context>(std::move(m), opt.n_ctx, std::move(pool));
+  if (!skip.empty()) ctx->set_skip_layers(std::move(skip));
+  if (head > 0) ctx->set_head_subset(head, opt.stop_ids);
+  return std::make_unique<ModelDrafter>(std::make_unique<ContextSource>(std::move(ctx)), name, opt.draft_max_lag);
+}
+
+}  // namespace
+
+Engine::Engine(const std::string& target_path, const EngineOptions& options) : parts_(std::make_unique<Parts>()) {
+  Parts& p = *parts_;
+  EngineOptions opt = options;
+  std::shared_ptr<const Model> target = Model::load(target_path);
+  if (target->file().find("tokenizer.ggml.tokens")) {
+    p.tok = std::make_shared<Tokenizer>(target->file());
+    p.text = std::make_unique<TokenizerStreams>(p.tok);
+    opt.stop_ids = p.tok->eog_ids();
+  }
+  auto tsrc = std::make_unique<ContextSource>(std::make_unique<Context>(target, opt.n_ctx, opt.threads));
+  std::shared_ptr<ThreadPool> pool = tsrc->context().thread_pool();
+  p.target = std::move(tsrc);
+  switch (opt.drafter) {
+    case DrafterKind::none: break;
+    case DrafterKind::ngram: p.drafter = std::make_unique<NgramDrafter>(opt.ngram_min, opt.ngram_max); break;
+    case DrafterKind::self: {
+      std::vector<int> skip = opt.skip_layers.empty() ? default_skip_layers(target->n_layer()) : opt.skip_layers;
+      p.drafter = context_drafter(target, pool, std::move(skip), "self", opt);
+      break;
+    }
+    case DrafterKind::model:
+    case DrafterKind::hybrid: {
+      std::shared_ptr<const Model> draft = Model::load(opt.draft_path);
+      speculative::check_compatible(target->file(), draft->file());
+      auto md = context_drafter(draft, pool, {}, "draft", opt);
+      if (opt.drafter == DrafterKind::model) {
+        p.drafter = std::move(md);
+      } else {
+        p.drafter = std::make_unique<HybridDrafter>(std::move(md), NgramDrafter(opt.ngram_min, opt.ngram_max));
+      }
+      break;
+    }
+  }
+  p.finish(opt);
+}
+
+Engine::Engine(std::unique_ptr<LogitSource> target, std::unique_ptr<Drafter> drafter,
+               std::unique_ptr<TokenStreamSource> text, const EngineOptions& opt)
+    : parts_(std::make_unique<Parts>()) {
+  if (!target) throw ArgError("an engine needs a target");
+  parts_->target = std::move(target);
+  parts_->drafter = std::move(drafter);
+  parts_->text = std::move(text);
+  parts_->finish(opt);
+}
+
+Engine::~Engine() = default;
+
+void Engine::start(const std::vector<int32_t>& prompt, const GenerateOptions& opt) {
+  std::lock_guard<std::mutex> lock(parts_->mu);
+  parts_->gen->start(prompt, opt);
+}
+
+bool Engine::step(std::vector<Chunk>* out) {
+  std::lock_guard<std::mutex> lock(parts_->mu);
+  return parts_->gen->step(out);
+}
+
+FinishReason Engine::generate(const std::vector<int32_t>& prompt, const GenerateOptions& opt,
+                              const std::function<bool(const Chunk&)>& on_chunk) {
+  start(prompt, opt);
+  std::vector<Chunk> chunks;
+  bool more = true;
+  while (more) {
+    chunks.clear();
+    more = step(&chunks);
+    for (const Chunk& c : chunks)
+      if (on_chunk && !on_chunk(c)) cancel();
+  }
+  return finish_reason();
+}
+
+void Engine::cancel() { parts_->gen->cancel(); }
+bool Engine::finished() const { return parts_->gen->finished(); }
+FinishReason Engine::finish_reason() const { return parts_->gen->finish_reason(); }
+const std::vector<int32_t>& Engine::generated() const { return parts_->gen->generated(); }
+const std::string& Engine::text() const { return parts_->gen->text(); }
+const Stats& Engine::stats() const { return parts_->gen->stats(); }
+const char* Engine::drafter() const { return parts_->drafter ? parts_->drafter->name() : "none"; }
+int Engine::n_vocab() const { return parts_->target->n_vocab(); }
+int Engine::n_ctx() const { return parts_->target->n_ctx(); }
+bool Engine::has_tokenizer() const { return parts_->tok != nullptr; }
+
+const Tokenizer& Engine::tokenizer() const {
+  if (!parts_->tok) throw UnsupportedError("this engine's target has no tokenizer; pass token ids");
+  return *parts_->tok;
+}
+
+std::vector<int32_t> Engine::tokenize(const std::string& text, bool add_special, bool parse_special) const {
+  return tokenizer().encode(text, add_special, parse_special);
+}
+
+std::string Engine::detokenize(const std::vector<int32_t>& ids) const { return tokenizer().decode(ids); }
+
+}  // namespace qd
