@@ -2,6 +2,7 @@
 
     python bench/compare.py                       # everything (about 15 minutes on 2 cores)
     python bench/compare.py --only decode --models smollm2-135m --threads 2
+    python bench/compare.py --isa avx2            # ours with QD_FORCE_ISA=avx2 against an AVX2-only llama.cpp
 
 Measures, for ours and llama.cpp side by side:
   decode tok/s (tg, 128 tokens) and pp512 tok/s for each model;
@@ -10,7 +11,8 @@ Measures, for ours and llama.cpp side by side:
   greedy speculative tok/s with the Qwen2.5-Coder 0.5B -> 1.5B pair on code / chat / repetitive
     prompts (ours: Engine with each drafter; llama.cpp: llama-speculative and plain llama-completion);
   peak RSS of each measuring process (os.wait4).
-Prints tables with ratios (ours / llama.cpp), writes bench/out/compare.json and, when matplotlib
+Every output records the CPU model, the ISA each side ran and the machine's measured read
+bandwidth (and the Qwen 1.5B's decode ceiling it implies). Prints tables with ratios (ours / llama.cpp), writes bench/out/compare.json and, when matplotlib
 is installed, bench/out/compare.png. The llama.cpp build comes from bench/peer.py (cached).
 """
 
@@ -137,10 +139,45 @@ def worker(spec: dict) -> dict:
 
 
 def ours(spec: dict) -> dict:
+    env_isa = spec.get("isa")
+    if env_isa:
+        os.environ["QD_FORCE_ISA"] = env_isa
     out, _, rss = run_measured([sys.executable, __file__, "--worker", json.dumps(spec)])
     res = json.loads(out.strip().splitlines()[-1])
     res["rss_mb"] = rss
     return res
+
+
+# ---------------------------------------------------------------- the machine
+
+def cpu_model() -> str:
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+    return platform.processor() or platform.machine()
+
+
+def read_bandwidth(threads: int, gib: float = 1.0) -> float:
+    """GB/s of summing a gib-GiB float32 array split over `threads` threads (numpy releases the GIL)."""
+    import threading
+
+    import numpy as np
+    a = np.ones(int(gib * (1 << 30)) // 4, dtype=np.float32)
+    parts = np.array_split(a, threads)
+    best = 0.0
+    for _ in range(3):
+        ts = [threading.Thread(target=np.add.reduce, args=(p,)) for p in parts]
+        t = time.perf_counter()
+        for th in ts:
+            th.start()
+        for th in ts:
+            th.join()
+        best = max(best, a.nbytes / (time.perf_counter() - t) / 1e9)
+    return best
 
 
 # ---------------------------------------------------------------- llama.cpp
@@ -203,8 +240,10 @@ def plot(result: dict, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.6))
     t = result["threads"]
+    fig.suptitle(f"{result.get('cpu', '?')}: ours {result.get('isa_ours', '?')}, llama.cpp {result.get('isa_llama.cpp', '?')}, "
+                 f"{t} threads, read {result.get('read_GBps', 0):.0f} GB/s", fontsize=10)
     keys = list(result["models"])
     if keys:
         ax = axes[0]
@@ -259,14 +298,23 @@ def main() -> None:
     ap.add_argument("--only", choices=["decode", "spec"], default=None)
     ap.add_argument("--tokens", type=int, default=128, help="tokens generated per speculative run")
     ap.add_argument("--drafters", default="qwen2.5-coder-0.5b,ngram,self")
+    ap.add_argument("--isa", choices=["avx2"], default=None,
+                    help="ours with QD_FORCE_ISA=ISA against a llama.cpp built for that ISA only")
     args = ap.parse_args()
     if args.worker:
         print(json.dumps(worker(json.loads(args.worker))))
         return
 
-    bin_dir = peer.ensure()
+    bin_dir = peer.ensure(args.isa)
     t = args.threads
-    result = {"threads": t, "date": time.strftime("%Y-%m-%d"), "models": {}, "spec": {}}
+    if args.isa:
+        os.environ["QD_FORCE_ISA"] = args.isa
+    import quickdraft
+    bw = read_bandwidth(t)
+    result = {"threads": t, "date": time.strftime("%Y-%m-%d"), "cpu": cpu_model(), "isa_ours": quickdraft.current_isa(),
+              "isa_llama.cpp": args.isa or "native", "read_GBps": bw, "models": {}, "spec": {}}
+    print(f"CPU {result['cpu']}; ours on {result['isa_ours']}, llama.cpp built {result['isa_llama.cpp']}; "
+          f"read bandwidth {bw:.1f} GB/s at {t} threads (Qwen 1.5B decode ceiling {bw / 0.980:.1f} tok/s)")
     if args.only in (None, "decode"):
         print(f"\n## Forward pass, {t} threads (tok/s; RSS MB)\n")
         print(f"{'model':<20} {'tg ours':>8} {'tg llama':>8} {'ratio':>6}  {'pp512 ours':>10} {'pp512 llama':>11} "
@@ -312,12 +360,13 @@ def main() -> None:
                   f"  {ratio(best, lp['tok_s']):>16} {ratio(best, ls['tok_s']):>15}", flush=True)
     out_dir = HERE / "out"
     out_dir.mkdir(exist_ok=True)
-    (out_dir / "compare.json").write_text(json.dumps(result, indent=1))
+    stem = "compare" if not args.isa else f"compare-{args.isa}"
+    (out_dir / f"{stem}.json").write_text(json.dumps(result, indent=1))
     try:
-        plot(result, out_dir / "compare.png")
+        plot(result, out_dir / f"{stem}.png")
     except ImportError:
         print("(matplotlib not installed: no plot; pip install quickdraft[bench])")
-    print(f"\nsaved {out_dir / 'compare.json'}")
+    print(f"\nsaved {out_dir / (stem + '.json')}")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """Find or build the llama.cpp peer (bundled in the llama-cpp-python 0.3.36 source package).
 
     python bench/peer.py            # prints the bin folder, building it first if needed (~5 min on 2 cores)
+    python bench/peer.py avx2       # the AVX2-only build (no AVX-512, no AVX-VNNI), in build-avx2/
 
 libllama() gives llama-cpp-python's low-level ctypes module (llama_cpp.llama_cpp, from the same
 sdist) bound to this build's libllama.so, for benches that drive llama.cpp's C API directly.
@@ -28,8 +29,22 @@ def peer_dir() -> Path:
     return Path(os.environ.get("QUICKDRAFT_PEER") or Path.home() / ".cache" / "quickdraft" / "peer")
 
 
-def find_bin() -> Path | None:
-    for cand in (os.environ.get("QD_LLAMA_CPP_BIN"), peer_dir() / "build" / "bin"):
+# Extra configure flags per ISA: "avx2" is an AVX2-only build (no AVX-512, no AVX-VNNI), the
+# laptop path measured fairly on an AVX-512 machine; None is the native build.
+ISA_FLAGS = {
+    None: ["-DGGML_NATIVE=ON"],
+    "avx2": ["-DGGML_NATIVE=OFF", "-DGGML_AVX=ON", "-DGGML_AVX2=ON", "-DGGML_FMA=ON", "-DGGML_F16C=ON",
+             "-DGGML_AVX512=OFF", "-DGGML_AVX_VNNI=OFF"],
+}
+
+
+def build_dir(isa: str | None = None) -> Path:
+    return peer_dir() / ("build" if isa is None else f"build-{isa}")
+
+
+def find_bin(isa: str | None = None) -> Path | None:
+    env = os.environ.get("QD_LLAMA_CPP_BIN") if isa is None else os.environ.get(f"QD_LLAMA_CPP_BIN_{isa.upper()}")
+    for cand in (env, build_dir(isa) / "bin"):
         if cand and (Path(cand) / "llama-bench").exists():
             return Path(cand)
     return None
@@ -47,22 +62,23 @@ def sdist() -> Path:
     return path
 
 
-def build() -> Path:
+def build(isa: str | None = None) -> Path:
     root = peer_dir()
     src = root / f"llama_cpp_python-{VERSION}"
     if not src.exists():
         with tarfile.open(sdist()) as t:
             t.extractall(root)
-    build_dir = root / "build"
-    subprocess.run(["cmake", "-S", str(src / "vendor" / "llama.cpp"), "-B", str(build_dir), "-DGGML_NATIVE=ON",
+    out = build_dir(isa)
+    subprocess.run(["cmake", "-S", str(src / "vendor" / "llama.cpp"), "-B", str(out), *ISA_FLAGS[isa],
                     "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF", "-DLLAMA_USE_PREBUILT_UI=OFF", "-DLLAMA_BUILD_TESTS=OFF",
                     "-DCMAKE_BUILD_TYPE=Release"], check=True, stdout=subprocess.DEVNULL)
-    subprocess.run(["cmake", "--build", str(build_dir), "-j2", "--target", *TARGETS], check=True)
-    return build_dir / "bin"
+    subprocess.run(["cmake", "--build", str(out), "-j2", "--target", *TARGETS], check=True)
+    return out / "bin"
 
 
-def ensure() -> Path:
-    return find_bin() or build()
+def ensure(isa: str | None = None) -> Path:
+    """The peer's bin folder for `isa` (None: native; "avx2": AVX2-only), built once."""
+    return find_bin(isa) or build(isa)
 
 
 def sdist_source(bin_dir: Path) -> Path:
@@ -88,4 +104,4 @@ def libllama() -> types.ModuleType:
 
 
 if __name__ == "__main__":
-    print(ensure())
+    print(ensure(sys.argv[1] if len(sys.argv) > 1 else None))

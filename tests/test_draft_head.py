@@ -60,7 +60,7 @@ def test_full_layer_again_and_bad_ids(tiny):
         sub.set_head_subset(8, [96])
 
 
-@pytest.mark.parametrize("head", [None, 0, 8, 40])
+@pytest.mark.parametrize("head", [None, 0, 8, 13, 40])
 def test_speculation_with_a_draft_head_equals_plain(tmp_path_factory, head):
     d = tmp_path_factory.mktemp("pair")
     target = write_tiny_model(d / "t.gguf", TinySpec(arch="qwen2", n_layer=3, n_vocab=96, wtype="Q8_0", seed=1))

@@ -140,5 +140,5 @@ def test_load_memory(model_path, isa):
     print(f"\n{isa}: load {load:.2f} s, peak RSS {peak / 1e6:.0f} MB over the interpreter's, private +{grown / 1e6:.0f} MB, "
           f"file {size / 1e6:.0f} MB")
     assert peak <= 1.1 * size + kv, f"{isa}: peak RSS {peak / 1e6:.0f} MB for a {size / 1e6:.0f} MB file"
-    if not quickdraft._core.kernels.repacks(int(__import__("gguf").GGMLQuantizationType.Q4_K), isa):
+    if not quickdraft._core._testing.kernels.repacks(int(__import__("gguf").GGMLQuantizationType.Q4_K), isa):
         assert grown < kv + 200e6, f"{isa}: private memory grew by {grown / 1e6:.0f} MB: the weights were copied"

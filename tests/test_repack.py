@@ -1,0 +1,98 @@
+"""Weights repacked at load into 8 interleaved rows (cpu/repack.h) for the ISAs whose kernels read
+them that way.
+
+Oracles: the GGUF bytes themselves (repacking then copying a row back is the identity), the
+same product computed from the GGUF layout, and bit-identity across batch sizes, thread counts
+and the position of a row in its batch. Model-level checks run in a subprocess per ISA, so the
+repacked path is tested whatever ISA this machine picks by default.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import gguf
+import numpy as np
+import pytest
+
+from quickdraft import _core
+from test_kernels import cols_for, random_weight
+
+T = gguf.GGMLQuantizationType
+K = _core._testing.kernels
+ROWS8_TYPES = [t for t in T if int(t) < 48 and K.rows8_supported(int(t))]
+REPACKING_ISAS = [i for i in _core.isa_available() if any(K.repacks(int(t), i) for t in ROWS8_TYPES)]
+
+
+def test_rows8_types():
+    """The types of the real models (and their neighbours) have the layout."""
+    assert {T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.Q4_K, T.Q6_K} <= set(ROWS8_TYPES)
+
+
+@pytest.mark.parametrize("t", ROWS8_TYPES, ids=lambda t: t.name)
+def test_repack_then_copy_row_is_the_identity(t):
+    rng = np.random.default_rng(int(t))
+    w = rng.integers(0, 256, random_weight(t, 24, cols_for(t), rng).shape, dtype=np.uint8)
+    np.testing.assert_array_equal(K.rows8_roundtrip(w, int(t), 24, cols_for(t)), w)
+
+
+@pytest.mark.parametrize("isa", _core.isa_available())
+@pytest.mark.parametrize("t", ROWS8_TYPES, ids=lambda t: t.name)
+def test_rows8_product_matches_the_gguf_layout(t, isa):
+    """Each ISA's product over repacked weights (its rows8 kernel, or row by row through its GGUF
+    kernel) equals the product over the GGUF bytes up to float summation order."""
+    rng = np.random.default_rng(7 + int(t))
+    rows, cols = 40, cols_for(t)
+    w = random_weight(t, rows, cols, rng)
+    x = rng.standard_normal((11, cols)).astype(np.float32)
+    ref = K.matmul(w, int(t), rows, cols, x, isa=isa, layout="gguf")
+    y = K.matmul(w, int(t), rows, cols, x, isa=isa, layout="rows8")
+    scale = np.abs(ref).max()
+    assert np.abs(y - ref).max() <= 1e-4 * scale, f"{t.name} {isa}: {np.abs(y - ref).max() / scale:.2e}"
+
+
+@pytest.mark.parametrize("isa", REPACKING_ISAS)
+@pytest.mark.parametrize("t", ROWS8_TYPES, ids=lambda t: t.name)
+def test_rows8_kernels_are_batch_and_thread_invariant(t, isa):
+    rng = np.random.default_rng(11 + int(t))
+    rows, cols = 48, cols_for(t)
+    w = random_weight(t, rows, cols, rng)
+    x = rng.standard_normal((17, cols)).astype(np.float32)
+    full = K.matmul(w, int(t), rows, cols, x, isa=isa, threads=1)
+    for n in (1, 2, 3, 4, 5, 8, 9, 13):
+        for threads in (1, 2):
+            for i0 in (0, 17 - n):
+                y = K.matmul(w, int(t), rows, cols, x[i0:i0 + n], isa=isa, threads=threads)
+                np.testing.assert_array_equal(y, full[i0:i0 + n], err_msg=f"{t.name} {isa} n={n} threads={threads}")
+
+
+MODEL_CHECK = r"""
+import sys, numpy as np, quickdraft
+path = sys.argv[1]
+m = quickdraft.Model(path, n_ctx=256, threads=2)
+ids = [int(i) for i in np.random.default_rng(0).integers(100, 20000, 24)]
+whole = m.eval(ids)
+m.reset(); m.eval(ids[:10]); part = m.eval(ids[10:13])
+assert np.array_equal(part, whole[10:13]), "a row's logits depend on its batch"
+plain = quickdraft.Engine(path, n_ctx=256, threads=2).generate("def fibonacci(n):", max_tokens=40, temperature=0)
+for d in ("ngram", "self"):
+    e = quickdraft.Engine(path, draft=d, n_ctx=256, threads=2, adaptive=False)
+    out = e.generate("def fibonacci(n):", max_tokens=40, temperature=0)
+    assert out.tokens == plain.tokens, d
+    assert out.stats.drafted > 0, d
+print(quickdraft.current_isa())
+"""
+
+
+@pytest.mark.real
+@pytest.mark.parametrize("isa", REPACKING_ISAS)
+def test_repacked_model_is_batch_invariant_and_speculation_exact(model_path, isa):
+    """With the weights repacked: a row's logits are the same bits alone or inside a batch, and
+    greedy speculative output equals greedy plain output, on a real model."""
+    env = dict(os.environ, QD_FORCE_ISA=isa)
+    r = subprocess.run([sys.executable, "-c", MODEL_CHECK, str(model_path("smollm2-135m"))], env=env,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.strip().splitlines()[-1] == isa
