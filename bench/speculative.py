@@ -5,7 +5,9 @@
     python bench/speculative.py --temperature 0.7 --seed 1 --json bench/out/spec.json
 
 Prints, per prompt: plain tokens/s, then per drafter its tokens/s, the ratio to plain, the
-acceptance rate, the mean number of draft tokens accepted per round and the mean draft length.
+acceptance rate, the mean number of draft tokens accepted per round and the mean draft length,
+then where the generation's time went (prompt processing apart): draft, verify, sampling and
+other (the loop's own work, emitting, detokenizing: the generation's time less the three).
 All engines stay loaded and take turns, so load changes on a shared machine hit each alike;
 with --reps N each cell shows the median of N runs.
 """
@@ -66,7 +68,9 @@ def run(args) -> list[dict]:
                     prompt=name, drafter=drafter, tokens=s.generated_tokens, tps=s.tokens_per_second,
                     acceptance=s.acceptance_rate, mean_accepted=s.mean_accepted_length,
                     mean_draft=(s.drafted / s.steps if s.steps else 0.0), drafted=s.drafted,
-                    time_draft=s.time_draft, time_verify=s.time_verify, time_sampling=s.time_sampling))
+                    time_draft=s.time_draft, time_verify=s.time_verify, time_sampling=s.time_sampling,
+                    time_generate=s.time_generate,
+                    time_other=max(0.0, s.time_generate - s.time_draft - s.time_verify - s.time_sampling)))
                 print(f"  rep {rep} {drafter:>7} {name:<11} {s.tokens_per_second:7.2f} tok/s  "
                       f"accept {100 * s.acceptance_rate:5.1f} %", file=sys.stderr, flush=True)
     rows = []
@@ -76,16 +80,24 @@ def run(args) -> list[dict]:
     return rows
 
 
+SHARES = ("time_draft", "time_verify", "time_sampling", "time_other")
+
+
+def share(part: float, total: float) -> str:
+    return f"{100 * part / total:5.1f}%" if total > 0 else "-"
+
+
 def print_table(rows, args) -> None:
     plain = {r["prompt"]: r["tps"] for r in rows if r["drafter"] == "none"}
     print(f"target {args.target}, draft {args.draft}, {args.threads} threads, {args.max_tokens} tokens, "
           f"temperature {args.temperature}, draft_max {args.draft_max}, p_min {args.p_min}")
     print(f"{'prompt':<11} {'drafter':<8} {'tok/s':>8} {'vs plain':>9} {'accept':>7} {'acc/round':>9} "
-          f"{'draft len':>9} {'t_draft':>8} {'t_verify':>8}")
+          f"{'draft len':>9} {'time':>7} {'draft':>6} {'verify':>6} {'sample':>6} {'other':>6}")
     for r in sorted(rows, key=lambda r: (r["prompt"], r["drafter"] != "none")):
         ratio = r["tps"] / plain[r["prompt"]] if plain.get(r["prompt"]) else float("nan")
         print(f"{r['prompt']:<11} {r['drafter']:<8} {r['tps']:8.2f} {ratio:8.2f}x {100 * r['acceptance']:6.1f}% "
-              f"{r['mean_accepted']:9.2f} {r['mean_draft']:9.2f} {r['time_draft']:7.2f}s {r['time_verify']:7.2f}s")
+              f"{r['mean_accepted']:9.2f} {r['mean_draft']:9.2f} {r['time_generate']:6.2f}s "
+              + " ".join(f"{share(r[key], r['time_generate']):>6}" for key in SHARES))
 
 
 def main(argv=None) -> int:

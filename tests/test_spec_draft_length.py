@@ -86,19 +86,24 @@ def test_first_token_cost_apart(accept):
     assert ctl.rate(0, 4) == pytest.approx((1 - a**5) / (1 - a) / (c_d + 3 * c_s + c_v(5)), rel=0.05)
 
 
-def test_useless_drafts_switch_speculation_off_and_probe_ever_less():
+def test_useless_drafts_switch_speculation_off_and_probes_keep_to_their_budget():
     ctl = _core._testing.DraftLength(1, 8, True, 4)
-    probes = []
+    probes, extra = [], 0.0
     for step in range(3000):
         k = ctl.next(0)
         if k:
             probes.append(step)
             ctl.record_draft(0, k, 0.8)
+            extra += k * 0.8 + c_v_steep(k + 1) - c_v_steep(1)
         ctl.record_verify(0, k + 1, 0, c_v_steep(k + 1))
-    assert 3 <= len(probes) <= 12  # the opening drafts, then rare probes
     gaps = [b - a for a, b in zip(probes, probes[1:])]
     assert all(g2 >= g1 for g1, g2 in zip(gaps[3:], gaps[4:])), gaps  # probes thin out
-    assert max(gaps) >= 500
+    # ... down to a quarter of the budget's rate, no further: a 2-token probe costs
+    # 2 * 0.8 + c_v(3) - c_v(1) = 2.6 plain steps, at 5 % one every 52 steps
+    base = (2 * 0.8 + c_v_steep(3) - c_v_steep(1)) / 0.05
+    assert max(gaps) == pytest.approx(4 * base, abs=2)
+    assert 3 <= len(probes) <= 3000 / (4 * base) + 8
+    assert extra / 3000 <= 0.05  # the probes' time beyond plain steps, as a share of plain time
 
 
 def test_good_cheap_drafts_use_long_drafts():
@@ -117,8 +122,9 @@ def test_acceptance_estimate_tracks_changes():
 def test_verify_cost_interpolates_measured_points():
     ctl = _core._testing.DraftLength(1, 8)
     assert ctl.verify_cost(3) < 0
-    ctl.record_verify(0, 1, 0, 1.0)
-    ctl.record_verify(0, 5, 4, 3.0)
+    for _ in range(2):  # the first timing of each row count is dropped (first touches)
+        ctl.record_verify(0, 1, 0, 1.0)
+        ctl.record_verify(0, 5, 4, 3.0)
     c1, c5 = ctl.verify_cost(1), ctl.verify_cost(5)
     assert c5 > 2 * c1
     assert ctl.verify_cost(3) == pytest.approx((c1 + c5) / 2)
@@ -130,14 +136,14 @@ def test_a_load_change_keeps_the_cost_shape():
     # row count in use. The ratios that decide k must stay, and the level must follow.
     ctl = feed(_core._testing.DraftLength(1, 8), 0.05, c_v_flat, 8, 0.9)
     k = ctl.next(0)
-    assert k > 0
-    ratio = ctl.verify_cost(1) / ctl.verify_cost(k + 1)
+    assert k > 1
+    ratio = ctl.verify_cost(k) / ctl.verify_cost(k + 1)  # a neighbour, measured by exploration
     draft_ratio = ctl.draft_cost(0) / ctl.verify_cost(k + 1)
     for _ in range(40):
         ctl.record_draft(0, k, 3 * 0.05)
         ctl.record_verify(0, k + 1, k, 3 * c_v_flat(k + 1))
     assert ctl.verify_cost(k + 1) == pytest.approx(3 * c_v_flat(k + 1), rel=0.1)
-    assert ctl.verify_cost(1) / ctl.verify_cost(k + 1) == pytest.approx(ratio, rel=0.12)
+    assert ctl.verify_cost(k) / ctl.verify_cost(k + 1) == pytest.approx(ratio, rel=0.12)
     assert ctl.draft_cost(0) / ctl.verify_cost(k + 1) == pytest.approx(draft_ratio, rel=0.12)
     k2, want = ctl.next(0), best_k(ctl.alpha(0), 0.05, c_v_flat, 8)  # scaling costs keeps the argmax
     assert k2 == want or ctl.rate(0, k2) >= 0.97 * ctl.rate(0, want)
@@ -201,8 +207,9 @@ def test_optimism_fades_with_evidence():
         return 1.0 + 0.1 * (n - 1)
 
     thin = _core._testing.DraftLength(1, 8)
-    thin.record_verify(0, 1, 0, c_v(1))
-    thin.record_draft(0, 2, 0.4, 0.34)
+    for _ in range(2):  # the first timings are dropped
+        thin.record_verify(0, 1, 0, c_v(1))
+        thin.record_draft(0, 2, 0.4, 0.34)
     thin.record_verify(0, 2, 1, c_v(2))
     thin.record_verify(0, 2, 1, c_v(2))
     thin.record_verify(0, 2, 1, c_v(2))
@@ -222,8 +229,114 @@ def test_one_slow_timing_of_a_row_count_leans_on_the_others():
     for _ in range(6):
         for n in (1, 2, 3, 4, 6, 7, 8, 9):
             ctl.record_verify(0, n, 0, c_v_flat(n))
+    ctl.record_verify(0, 5, 0, c_v_flat(5))  # the first timing of a row count is dropped
     ctl.record_verify(0, 5, 0, 2 * c_v_flat(5))
     assert c_v_flat(5) < ctl.verify_cost(5) < 1.5 * c_v_flat(5)
     for _ in range(40):
         ctl.record_verify(0, 5, 0, 1.3 * c_v_flat(5))
     assert ctl.verify_cost(5) == pytest.approx(1.3 * c_v_flat(5), rel=0.08)
+
+
+# Verify cost curves c_v(n) / c_v(1) for the Qwen2.5-Coder 1.5B target, with a 0.5B draft
+# token costing 0.45 of a target step: an AVX2 laptop (batched rows cost nearly linearly) and
+# AVX-512 (nearly flat up to 8 rows).
+SLOW = ((1, 2, 4, 6, 8, 16), (1.0, 1.49, 2.21, 3.4, 4.61, 8.11))
+FLAT = ((1, 2, 4, 8, 16), (1.0, 1.04, 1.27, 1.80, 3.46))
+C1 = 0.05  # seconds per plain step
+
+
+def curve(points):
+    xs, ys = points
+
+    def c_v(n):
+        i = next(i for i in range(1, len(xs)) if n <= xs[i])
+        return C1 * (ys[i - 1] + (ys[i] - ys[i - 1]) * (n - xs[i - 1]) / (xs[i] - xs[i - 1]))
+
+    return c_v
+
+
+def true_rate(alpha, k, c_d, c_v):
+    return (1 - alpha ** (k + 1)) / (1 - alpha) / ((k * c_d if k else 0.0) + c_v(k + 1))
+
+
+def drive(ctl, c_d, c_v, accept, steps, cold=1.0):
+    """Runs the controller for `steps` steps; accept(step) is the acceptance then (spread
+    deterministically), cold the factor on the first timing of the draft and of each row count
+    (page faults of freshly mapped weights). Returns the draft length of every step."""
+    credit, seen, ks = 0.0, set(), []
+    for step in range(steps):
+        a = accept(step)
+        k = ctl.next(0)
+        if k:
+            ctl.record_draft(0, k, c_d * (1.0 if "draft" in seen else cold))
+            seen.add("draft")
+        n = 0
+        while n < k:
+            credit += a
+            if credit < 1.0:
+                break
+            credit -= 1.0
+            n += 1
+        ctl.record_verify(0, k + 1, n, c_v(k + 1) * (1.0 if k + 1 in seen else cold))
+        seen.add(k + 1)
+        ks.append(k)
+    return ks
+
+
+CASES = [(name, points, a) for name, points in (("slow", SLOW), ("flat", FLAT)) for a in (0.3, 0.6, 0.8, 0.94, 0.98)]
+
+
+@pytest.mark.parametrize("cold", [1.0, 8.0], ids=["warm", "cold"])
+@pytest.mark.parametrize("name,points,accept", CASES, ids=[f"{c[0]}-{c[2]}" for c in CASES])
+def test_settles_at_the_arithmetic_optimum(name, points, accept, cold):
+    """Within a few dozen steps the lengths chosen earn the optimum's expected rate (the
+    formula at the true acceptance and costs): the usual length is the optimum or one whose
+    rate is within 3 % of it (what ~50 tokens of evidence resolve: the slow curve at 0.94 gains
+    2.7 % by drafting), probes and explorations included the rate stays within 3 %; k = 0
+    where nothing pays. First timings inflated 8x (a cold start) change nothing."""
+    c_v, c_d, kmax = curve(points), 0.45 * C1, 8
+    rates = [true_rate(accept, k, c_d, c_v) for k in range(kmax + 1)]
+    k_opt = max(range(kmax + 1), key=rates.__getitem__)
+    ctl = _core._testing.DraftLength(1, kmax)
+    ks = drive(ctl, c_d, c_v, lambda s: accept, 300, cold=cold)
+    settled = ks[40:]
+    usual = max(set(settled), key=settled.count)
+    assert usual == k_opt or rates[usual] >= 0.97 * rates[k_opt], (usual, k_opt, rates)
+    mean = sum(rates[k] for k in settled) / len(settled)
+    assert mean >= 0.97 * rates[k_opt], (mean / rates[k_opt], k_opt)
+    if rates[0] > 1.1 * max(rates[1:]):  # drafting clearly loses: plain steps, rare probes
+        assert settled.count(0) >= 0.95 * len(settled)
+    assert ctl.draft_cost(0) == pytest.approx(c_d, rel=0.05)  # never the cold timing
+    if cold > 1:
+        assert ks == drive(_core._testing.DraftLength(1, kmax), c_d, c_v, lambda s: accept, 300)
+
+
+@pytest.mark.parametrize("name,points,accept", [("slow", SLOW, 0.98), ("slow", SLOW, 0.94), ("flat", FLAT, 0.94),
+                                                ("flat", FLAT, 0.8)])
+@pytest.mark.parametrize("low_steps", [200, 1000])
+def test_resumes_drafting_when_acceptance_returns(name, points, accept, low_steps):
+    """Acceptance 0.1 for a while (speculation switches off, probes back off), then high:
+    drafting resumes within a bounded number of steps, and stays on where it gains 5 % or more."""
+    c_v, c_d = curve(points), 0.45 * C1
+    ctl = _core._testing.DraftLength(1, 8)
+    ks = drive(ctl, c_d, c_v, lambda s: 0.1 if s < low_steps else accept, low_steps + 400)
+    low, high = ks[40:low_steps], ks[low_steps:]
+    assert low.count(0) >= 0.9 * len(low)
+    # the longest probe interval, 4x the budget's, plus a few probes' evidence
+    resumed = next(i for i in range(len(high)) if all(high[i:i + 8]))
+    assert resumed <= 200, high[:250]
+    rates = [true_rate(accept, k, c_d, c_v) for k in range(9)]
+    if max(rates) > 1.05 * rates[0]:
+        assert high[resumed:].count(0) <= 0.1 * len(high[resumed:])
+
+
+def test_probes_after_a_refused_one_cost_no_more_than_their_budget():
+    """With acceptance low, probing (and whatever drafts its evidence starts) costs at most the
+    probe budget over plain decoding."""
+    for points in (SLOW, FLAT):
+        c_v, c_d = curve(points), 0.45 * C1
+        ctl = _core._testing.DraftLength(1, 8)
+        ks = drive(ctl, c_d, c_v, lambda s: 0.3, 2000)
+        spent = sum((k * c_d if k else 0.0) + c_v(k + 1) for k in ks[40:])
+        tokens = sum(true_rate(0.3, k, c_d, c_v) * ((k * c_d if k else 0.0) + c_v(k + 1)) for k in ks[40:])
+        assert spent / tokens <= 1.05 * c_v(1)

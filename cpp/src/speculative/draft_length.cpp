@@ -32,8 +32,7 @@ DraftLength::DraftLength(int n_sources, const DraftLengthOptions& opt) : opt_(op
     throw ArgError("draft_max must be in [0, 64], got " + std::to_string(opt.draft_max));
   if (opt.probe_every < 1) throw ArgError("probe_every must be >= 1");
   if (!(opt.probe_budget > 0.0)) throw ArgError("probe_budget must be > 0");
-  c_v_.assign(opt.draft_max + 2, -1.0);
-  n_v_.assign(opt.draft_max + 2, 0);
+  c_v_.assign(opt.draft_max + 2, Cost());
 }
 
 double DraftLength::alpha(int source) const {
@@ -45,11 +44,12 @@ double DraftLength::alpha(int source) const {
 double DraftLength::verify_cost(int n) const {
   if (n < 1 || n >= (int)c_v_.size()) return -1.0;
   const double fit = fitted_verify_cost(n);
-  if (c_v_[n] <= 0.0) return fit;
-  // An entry timed a few times only (often first at a cold start, or while the machine was
-  // busy) leans on the line through all the others until it has its own history.
-  const double w = n_v_[n] / (n_v_[n] + kFitWeight);
-  return w * c_v_[n] + (1.0 - w) * fit;
+  const Cost& e = c_v_[n];
+  if (e.c <= 0.0) return fit;
+  // An entry timed a few times only (perhaps while the machine was busy) leans on the line
+  // through all the others until it has its own history.
+  const double w = e.n / (e.n + kFitWeight);
+  return w * e.c + (1.0 - w) * fit;
 }
 
 double DraftLength::fitted_verify_cost(int n) const {
@@ -58,13 +58,14 @@ double DraftLength::fitted_verify_cost(int n) const {
   double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
   int distinct = 0, last = 0;
   for (int m = 1; m < (int)c_v_.size(); m++) {
-    if (c_v_[m] <= 0.0) continue;
-    const double w = std::min(n_v_[m], 8);
-    sw += w, sx += w * m, sy += w * c_v_[m], sxx += w * m * m, sxy += w * m * c_v_[m];
+    const double c = c_v_[m].c;
+    if (c <= 0.0) continue;
+    const double w = std::min(c_v_[m].n, 8);
+    sw += w, sx += w * m, sy += w * c, sxx += w * m * m, sxy += w * m * c;
     distinct++, last = m;
   }
   if (distinct == 0) return -1.0;
-  if (distinct == 1) return c_v_[last] / (1.0 + kPriorSlope * (last - 1)) * (1.0 + kPriorSlope * (n - 1));
+  if (distinct == 1) return c_v_[last].c / (1.0 + kPriorSlope * (last - 1)) * (1.0 + kPriorSlope * (n - 1));
   const double slope = std::max(0.0, (sw * sxy - sx * sy) / (sw * sxx - sx * sx));
   const double at = (sy - slope * sx) / sw + slope * n;
   return std::max(at, 0.25 * sy / sw);  // a wild line never makes a row count nearly free
@@ -85,7 +86,7 @@ double DraftLength::rate(int source, int k) const { return rate_at(source, k, al
 double DraftLength::rate_at(int source, int k, double a) const {
   const double tokens = (1.0 - std::pow(a, k + 1)) / (1.0 - a);
   const double cv = verify_cost(k + 1);
-  const double cd = src_[source].c_d;
+  const double cd = src_[source].d.c;
   if (cv <= 0.0 || cd < 0.0) return -1.0;
   return tokens / (k == 0 ? cv : cd + (k - 1) * step_cost(source) + cv);
 }
@@ -95,7 +96,7 @@ int DraftLength::next(int source) {
   const int kmax = opt_.draft_max;
   if (!opt_.adaptive || kmax == 0) return kmax;
   // Until both costs are known, draft a middling amount so that they get measured.
-  if (s.c_d < 0.0 || verify_cost(1) < 0.0) return std::min(kmax, 4);
+  if (s.d.c < 0.0 || verify_cost(1) < 0.0) return std::min(kmax, 4);
   const double a = alpha_for_choice(source);
   int best = 0;
   double best_rate = rate_at(source, 0, a);
@@ -103,9 +104,11 @@ int DraftLength::next(int source) {
     const double r = rate_at(source, k, a);
     if (r > best_rate) best = k, best_rate = r;
   }
-  if (best > 0) {
+  // From k = 0 only a probe that was fully accepted restarts drafting: the estimate after a
+  // stretch of plain steps is an optimistic one, and a refused probe has just contradicted it.
+  if (best > 0 && !(s.idle && s.failed_probes > 0)) {
+    s.idle = false;
     s.idle_steps = 0;
-    s.failed_probes = 0;
     // Now and then a neighbouring length whose expected rate is close: row counts never used
     // keep their first (or prior) cost, and an unlucky one would otherwise never be revisited.
     if (++s.steps_since_explore >= opt_.explore_every) {
@@ -116,9 +119,10 @@ int DraftLength::next(int source) {
     }
     return best;
   }
+  s.idle = true;
   if (++s.idle_steps >= probe_interval(source)) {
     s.idle_steps = 0;
-    s.failed_probes = std::min(s.failed_probes + 1, 5);
+    s.probing = true;
     return std::min(kmax, opt_.probe_length);
   }
   return 0;
@@ -128,13 +132,15 @@ int DraftLength::probe_interval(int source) const {
   const Source& s = src_[source];
   const int kp = std::min(opt_.draft_max, opt_.probe_length);
   const double c1 = verify_cost(1);
-  if (c1 <= 0.0 || s.c_d < 0.0) return opt_.probe_every;
+  if (c1 <= 0.0 || s.d.c < 0.0) return opt_.probe_every;
   // Little evidence yet (one unlucky first draft, often the first token of an answer, gives
   // a = 0.4): probe at the fastest rate until a few tokens have been judged.
-  if (s.accepted + s.rejected < kThinEvidence) return opt_.probe_every;
-  const double cost = std::max(0.0, s.c_d + (kp - 1) * step_cost(source) + verify_cost(kp + 1) - c1);
+  if (s.judged < kThinEvidence) return opt_.probe_every;
+  // A probe costs its catch-up, its draft and the verify rows beyond the plain step's one.
+  const double cost = std::max(
+      0.0, catch_up_cost(source) + s.d.c + (kp - 1) * step_cost(source) + verify_cost(kp + 1) - c1);
   const double base = std::clamp(cost / (opt_.probe_budget * c1), (double)opt_.probe_every, 4096.0);
-  return (int)std::min(base * (1 << s.failed_probes), 65536.0);
+  return (int)(base * (1 << s.failed_probes));
 }
 
 void DraftLength::new_sequence() {
@@ -144,40 +150,59 @@ void DraftLength::new_sequence() {
 void DraftLength::rescale(double factor) {
   if (!(factor > 0.0) || !std::isfinite(factor)) return;
   const double g = std::pow(factor, kLevel);
-  for (double& c : c_v_)
-    if (c > 0.0) c *= g;
-  for (Source& s : src_) {
-    if (s.c_d > 0.0) s.c_d *= g;
-    if (s.c_s > 0.0) s.c_s *= g;
-  }
+  for (Cost& e : c_v_)
+    if (e.c > 0.0) e.c *= g;
+  for (Source& s : src_)
+    for (Cost* e : {&s.d, &s.s, &s.u})
+      if (e->c > 0.0) e->c *= g;
 }
 
-void DraftLength::learn(double* c, int* n, double seconds, double estimate) {
+void DraftLength::learn(Cost* cost, double seconds, double estimate) {
   if (!(seconds > 0.0)) return;
+  if (!cost->seen) {
+    cost->seen = true;
+    return;
+  }
   if (estimate > 0.0) rescale(seconds / estimate);
-  if (*c <= 0.0) {
-    *c = seconds;
-    *n = 1;
+  if (cost->c <= 0.0) {
+    cost->c = seconds;
+    cost->n = 1;
   } else {
-    *c *= std::pow(seconds / *c, shape_weight(n));
+    cost->c *= std::pow(seconds / cost->c, shape_weight(&cost->n));
   }
 }
 
 void DraftLength::record_draft(int source, int n_drafted, double first_seconds, double step_seconds) {
   Source& s = src_[source];
   if (n_drafted <= 0) return;
-  learn(&s.c_d, &s.n_d, first_seconds, s.c_d);
-  if (n_drafted > 1) learn(&s.c_s, &s.n_s, step_seconds, s.c_s);
+  learn(&s.d, first_seconds, s.d.c);
+  if (n_drafted > 1) learn(&s.s, step_seconds, s.s.c);
+}
+
+void DraftLength::record_catch_up(int source, double seconds) {
+  // No level rescaling: the catch-up's size follows the lag, not only the machine's load.
+  learn(&src_[source].u, seconds, -1.0);
 }
 
 void DraftLength::record_verify(int source, int n_rows, int n_accepted, double seconds) {
-  if (n_rows >= 1 && n_rows < (int)c_v_.size()) learn(&c_v_[n_rows], &n_v_[n_rows], seconds, verify_cost(n_rows));
+  if (n_rows < 1) return;
+  // The level follows entries with a history of their own: an entry's first gap to the line
+  // through the others is its shape, not the machine's load.
+  if (n_rows < (int)c_v_.size()) learn(&c_v_[n_rows], seconds, c_v_[n_rows].c > 0.0 ? verify_cost(n_rows) : -1.0);
+  // The text moves on by the kept tokens and the target's own one, drafted or not.
+  const double fade = std::pow(opt_.decay, n_accepted + 1);
+  for (Source& t : src_) t.accepted *= fade, t.rejected *= fade;
+  Source& s = src_[source];
+  const bool probe = s.probing;
+  s.probing = false;
   const int n_drafted = n_rows - 1;
   if (n_drafted <= 0) return;
-  Source& s = src_[source];
-  const double fade = std::pow(opt_.decay, n_drafted);
-  s.accepted = s.accepted * fade + n_accepted;
-  s.rejected = s.rejected * fade + (n_accepted < n_drafted ? 1.0 : 0.0);
+  const bool refused = n_accepted < n_drafted;
+  s.accepted += n_accepted;
+  s.rejected += refused ? 1.0 : 0.0;
+  s.judged += n_accepted + (refused ? 1.0 : 0.0);
+  if (!refused) s.failed_probes = 0;
+  else if (probe) s.failed_probes = std::min(s.failed_probes + 1, kMaxBackoff);
 }
 
 }  // namespace qd::speculative

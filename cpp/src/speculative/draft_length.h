@@ -2,19 +2,27 @@
 //
 // With per-token acceptance a, draft cost c_d for the first drafted token and c_s for each
 // further one (a model drafter's first token also brings its KV cache up to date, two tokens
-// in one batch, so c_d > c_s), and verify cost c_v(n) for n rows, a draft of k tokens yields on
-// average (1 - a^(k+1)) / (1 - a) tokens per step and costs c_d + (k - 1) * c_s + c_v(k + 1)
+// in one batch), and verify cost c_v(n) for n rows, a draft of k tokens yields on average
+// (1 - a^(k+1)) / (1 - a) tokens per step and costs c_d + (k - 1) * c_s + c_v(k + 1)
 // (c_s = c_d until measured). next() picks the k in [0, draft_max] that maximises tokens per
-// second from running estimates; k = 0 is plain decoding, so speculation that does not pay switches itself
-// off. While at k = 0 it probes now and then with a short draft, because acceptance changes
-// with the text: as often as a budget of probe_budget of the time allows (cheap n-gram probes
-// often, model probes rarely), and less often after each probe that finds nothing.
+// second from running estimates; k = 0 is plain decoding, so speculation that does not pay
+// switches itself off.
 //
-// Timings on a shared machine drift with its load. A row count measured long ago would then
-// look dearer or cheaper than one measured now, so every measurement rescales all cost
-// estimates together (the level follows the machine quickly) and moves the measured one alone
-// only slowly (the shape c_v(n) / c_v(1), c_d / c_v is learned over many measurements).
+// While at k = 0 it probes now and then with a short draft, because acceptance changes with
+// the text: as often as a budget of probe_budget of the time allows, counting what a probe
+// really costs (a model drafter idle for a while first catches up on the text it missed).
+// A refused probe doubles the interval, up to kMaxBackoff doublings; a fully accepted draft
+// ends the backoff. Acceptance evidence fades with every emitted token, drafted or not, so
+// after an idle stretch a probe's evidence outweighs the old, and drafting resumes as soon as
+// the (optimistic, while evidence is thin) estimate says it pays.
+//
+// The first timing of every cost is dropped: it pays first touches (page faults of freshly
+// mapped weights, scratch buffers growing), not the steady cost. Timings on a shared machine
+// drift with its load, so every measurement rescales all cost estimates together (the level
+// follows the machine quickly) and moves the measured one alone only slowly (the shape
+// c_v(n) / c_v(1), c_d / c_v is learned over many measurements).
 #pragma once
+#include <algorithm>
 #include <vector>
 
 namespace qd::speculative {
@@ -24,7 +32,7 @@ struct DraftLengthOptions {
   bool adaptive = true;        // false: always draft_max (p_min may still stop a draft early)
   double alpha_prior = 0.6;    // acceptance assumed before any evidence
   double prior_weight = 2.0;   // ... worth this many observed tokens
-  double decay = 0.98;         // per drafted token: older evidence fades (acceptance drifts with the text)
+  double decay = 0.98;         // per emitted token: older evidence fades (acceptance drifts with the text)
   int explore_every = 8;       // steps between tries of a neighbouring draft length
   int probe_every = 4;         // fewest steps at k = 0 between probes
   double probe_budget = 0.05;  // share of the time probes may cost
@@ -33,18 +41,24 @@ struct DraftLengthOptions {
 
 class DraftLength {
  public:
+  static constexpr int kMaxBackoff = 2;  // refused probes stretch the interval at most 2^this
+
   DraftLength(int n_sources, const DraftLengthOptions& opt);
 
   int next(int source);
   // A draft of n_drafted tokens from `source`: the first token's cost and, when it was measured
   // (>= 0), the cost of each further one. Without it, first_seconds is every token's cost.
   void record_draft(int source, int n_drafted, double first_seconds, double step_seconds = -1.0);
+  // Seconds a drafter spent catching up on many tokens before a draft (after plain steps),
+  // left out of record_draft's costs: every probe from k = 0 pays it.
+  void record_catch_up(int source, double seconds);
   // A verify pass over n_rows = n_drafted + 1 rows, n_accepted of the drafted tokens kept.
   void record_verify(int source, int n_rows, int n_accepted, double seconds);
 
   double alpha(int source) const;
-  double draft_cost(int source) const { return src_[source].c_d; }
-  double step_cost(int source) const { return src_[source].c_s > 0.0 ? src_[source].c_s : src_[source].c_d; }
+  double draft_cost(int source) const { return src_[source].d.c; }
+  double step_cost(int source) const { return src_[source].s.c > 0.0 ? src_[source].s.c : src_[source].d.c; }
+  double catch_up_cost(int source) const { return std::max(0.0, src_[source].u.c); }
   double verify_cost(int n_rows) const;  // estimate, seconds; < 0 before any measurement
   // Steps at k = 0 before the next probe of `source`.
   int probe_interval(int source) const;
@@ -56,20 +70,26 @@ class DraftLength {
   const DraftLengthOptions& options() const { return opt_; }
 
  private:
+  struct Cost {
+    double c = -1.0;     // seconds, < 0 unknown
+    int n = 0;           // timings learned
+    bool seen = false;   // the first timing came (and was dropped)
+  };
   struct Source {
     double accepted = 0.0, rejected = 0.0;  // decayed counts of kept / refused draft tokens
-    double c_d = -1.0;                      // seconds for the first drafted token, < 0 unknown
-    double c_s = -1.0;                      // seconds per further drafted token, < 0 unknown
-    int n_d = 0, n_s = 0;                   // measurements of c_d, c_s
+    double judged = 0.0;                    // the same, never decayed: evidence ever seen
+    Cost d, s, u;                           // first drafted token, each further one, a catch-up
     int idle_steps = 0;                     // consecutive steps at k = 0
-    int failed_probes = 0;                  // probes since drafting last paid
+    int failed_probes = 0;                  // refused probes since a draft was last fully accepted
+    bool idle = false;                      // the arithmetic last chose k = 0
+    bool probing = false;                   // the last next() returned a probe
     int steps_since_explore = 0;
     bool explore_up = false;                // the next exploration tries best + 1 (else best - 1)
   };
   void rescale(double factor);
-  // One timing of the cost *c (measured *n times): rescales every estimate by seconds /
-  // estimate (the machine's level, when estimate > 0), then moves *c toward seconds.
-  void learn(double* c, int* n, double seconds, double estimate);
+  // One timing of *cost: unless it is the first, rescales every estimate by seconds / estimate
+  // (the machine's level, when estimate > 0), then moves the cost toward seconds.
+  void learn(Cost* cost, double seconds, double estimate);
   // The acceptance next() plans with: alpha() plus a bonus that fades as evidence accumulates.
   double alpha_for_choice(int source) const;
   double rate_at(int source, int k, double a) const;
@@ -77,8 +97,7 @@ class DraftLength {
 
   DraftLengthOptions opt_;
   std::vector<Source> src_;
-  std::vector<double> c_v_;                 // [draft_max + 2] verify seconds by rows, < 0 unknown
-  std::vector<int> n_v_;                    // [draft_max + 2] measurements of each
+  std::vector<Cost> c_v_;  // [draft_max + 2] verify seconds by rows
 };
 
 }  // namespace qd::speculative

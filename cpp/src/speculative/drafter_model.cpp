@@ -102,7 +102,7 @@ void ModelDrafter::propose(const std::vector<int32_t>& history, const DraftReque
     cached_.push_back(x);
   }
   // Costs as in steady state, where the catch-up is one or two tokens: a catch-up of many
-  // (after plain steps) is a one-off and would make drafting look dearer than it is.
+  // (after plain steps) is reported apart, since only a draft from k = 0 pays it.
   const int n = (int)out->tokens.size();
   if (n == 0) return;
   const double choose = (now() - t_loop - step_seconds) / n;  // sampling, per token
@@ -112,11 +112,14 @@ void ModelDrafter::propose(const std::vector<int32_t>& history, const DraftReque
   }
   if (n_caught_up <= 2) {
     out->first_seconds = catch_up_seconds + choose;
-  } else if (step_seconds_ > 0.0) {
+    return;
+  }
+  if (step_seconds_ > 0.0) {
     out->first_seconds = step_seconds_ + choose;  // a low guess: the usual catch-up is 2 tokens
   } else {  // no single step timed yet: the catch-up's per-token cost (batched, so lower still)
     out->first_seconds = catch_up_seconds / n_caught_up + choose;
   }
+  out->catch_up_seconds = std::max(0.0, catch_up_seconds + choose - out->first_seconds);
 }
 
 }  // namespace qd::speculative

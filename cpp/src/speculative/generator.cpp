@@ -112,6 +112,7 @@ void Generator::speculate_step(std::vector<Chunk>* out) {
     } else {
       length_.record_draft(source, n, dt / std::max(1, n));
     }
+    if (draft_.catch_up_seconds >= 0) length_.record_catch_up(source, draft_.catch_up_seconds);
   }
   const int n_draft = (int)draft_.tokens.size();
 

@@ -28,12 +28,13 @@ struct Draft {
   // its KV cache up to date (usually two tokens in one batch), the later ones one eval each.
   double first_seconds = -1.0;
   double step_seconds = -1.0;
+  double catch_up_seconds = -1.0;  // a catch-up on many tokens (after plain steps), not in first_seconds
 
   void clear() {
     tokens.clear();
     q.clear();
     source = 0;
-    first_seconds = step_seconds = -1.0;
+    first_seconds = step_seconds = catch_up_seconds = -1.0;
   }
 };
 
