@@ -17,6 +17,14 @@
 //           e[128p + 4g + i], e[128p + 32 + 4g + i], e[128p + 64 + 4g + i], e[128p + 96 + 4g + i]
 //           at bits 0, 2, 4, 6                                               (1680 bytes)
 // where e[k] in [0, 64) is element k's 6-bit value (w = d * sc[k / 16] * (e[k] - 32)).
+//   IQ4_NL  d[8] f16 | qs as Q4_0
+//   Q5_K    as Q4_K | qh: word g of row r at 1184 + 32g + 4r (g < 8)             (1440 bytes)
+//   Q3_K    d[8] f16 | sc[8 pairs u][8 rows][2] i8 (signed scales 2u, 2u + 1) | qs: word c of
+//           row r at 144 + 32c + 4r (c < 16) | hmask: word g of row r at 656 + 32g + 4r (912)
+//   Q2_K    d[8] f16 | dmin[8] f16 | scales[8 pairs u][8 rows][2] (bytes 2u, 2u + 1 of the row's
+//           scales) | qs: word c of row r at 160 + 32c + 4r (c < 16)             (672 bytes)
+//   IQ4_XS  d[8] f16 | sc[8 sub-blocks][8 rows] i8 (ls - 32) | qs: word c of row r at
+//           80 + 32c + 4r (c < 32)                                               (1104 bytes)
 #include "cpu/repack.h"
 
 #include <sys/mman.h>
@@ -52,6 +60,7 @@ bool q32_shape(uint32_t type, Q32Shape* s) {
     case Type::Q5_0: *s = {1, 16, true}; return true;
     case Type::Q5_1: *s = {2, 16, true}; return true;
     case Type::Q8_0: *s = {1, 32, false}; return true;
+    case Type::IQ4_NL: *s = {1, 16, false}; return true;
     default: return false;
   }
 }
@@ -243,6 +252,148 @@ void q6k_unpack_block(const uint8_t* src, int r, uint8_t* out) {
   std::memcpy(out, &b, sizeof b);
 }
 
+// ---- word-interleaved planes ----
+
+// n_words 4-byte words of one row's field `src` -> word c at dst + 32c + 4r.
+void interleave_words(const uint8_t* src, int n_words, int r, uint8_t* dst) {
+  for (int c = 0; c < n_words; c++) std::memcpy(dst + 32 * c + 4 * r, src + 4 * c, 4);
+}
+
+void gather_words(const uint8_t* src, int n_words, int r, uint8_t* dst) {
+  for (int c = 0; c < n_words; c++) std::memcpy(dst + 4 * c, src + 32 * c + 4 * r, 4);
+}
+
+// ---- Q5_K: Q4_K's fields, plus qh ----
+
+constexpr size_t kQ5KGroup = 1440;
+
+void q5k_pack_block(const uint8_t* const src[8], uint8_t* dst) {
+  for (int r = 0; r < 8; r++) {
+    quant::block_q5_K b;
+    std::memcpy(&b, src[r], sizeof b);
+    std::memcpy(dst + 2 * r, &b.d, 2);
+    std::memcpy(dst + 16 + 2 * r, &b.dmin, 2);
+    uint8_t sc[8], m[8];
+    q4k_scales(b.scales, sc, m);
+    for (int s = 0; s < 8; s++) {
+      dst[32 + 8 * s + r] = sc[s];
+      dst[96 + 8 * s + r] = m[s];
+    }
+    interleave_words(b.qs, 32, r, dst + 160);
+    interleave_words(b.qh, 8, r, dst + 1184);
+  }
+}
+
+void q5k_unpack_block(const uint8_t* src, int r, uint8_t* out) {
+  quant::block_q5_K b;
+  std::memcpy(&b.d, src + 2 * r, 2);
+  std::memcpy(&b.dmin, src + 16 + 2 * r, 2);
+  uint8_t sc[8], m[8];
+  for (int s = 0; s < 8; s++) {
+    sc[s] = src[32 + 8 * s + r];
+    m[s] = src[96 + 8 * s + r];
+  }
+  q4k_pack_scales(sc, m, b.scales);
+  gather_words(src + 160, 32, r, b.qs);
+  gather_words(src + 1184, 8, r, b.qh);
+  std::memcpy(out, &b, sizeof b);
+}
+
+// ---- Q3_K ----
+
+constexpr size_t kQ3KGroup = 912;
+
+// The inverse of quant::q3_K_scale: the 16 signed 6-bit scales back into their 12 bytes.
+void q3k_pack_scales(const int sc[16], uint8_t* s) {
+  std::memset(s, 0, 12);
+  for (int g = 0; g < 16; g++) {
+    const int v = sc[g] + 32;
+    if (g < 8) {
+      s[g] |= (uint8_t)(v & 0x0F);
+    } else {
+      s[g - 8] |= (uint8_t)((v & 0x0F) << 4);
+    }
+    s[8 + g % 4] |= (uint8_t)(((v >> 4) & 3) << (2 * (g / 4)));
+  }
+}
+
+void q3k_pack_block(const uint8_t* const src[8], uint8_t* dst) {
+  for (int r = 0; r < 8; r++) {
+    quant::block_q3_K b;
+    std::memcpy(&b, src[r], sizeof b);
+    std::memcpy(dst + 2 * r, &b.d, 2);
+    for (int g = 0; g < 16; g++) dst[16 + 16 * (g / 2) + 2 * r + g % 2] = (uint8_t)(int8_t)quant::q3_K_scale(b.scales, g);
+    interleave_words(b.qs, 16, r, dst + 144);
+    interleave_words(b.hmask, 8, r, dst + 656);
+  }
+}
+
+void q3k_unpack_block(const uint8_t* src, int r, uint8_t* out) {
+  quant::block_q3_K b;
+  std::memcpy(&b.d, src + 2 * r, 2);
+  int sc[16];
+  for (int g = 0; g < 16; g++) sc[g] = (int8_t)src[16 + 16 * (g / 2) + 2 * r + g % 2];
+  q3k_pack_scales(sc, b.scales);
+  gather_words(src + 144, 16, r, b.qs);
+  gather_words(src + 656, 8, r, b.hmask);
+  std::memcpy(out, &b, sizeof b);
+}
+
+// ---- Q2_K ----
+
+constexpr size_t kQ2KGroup = 672;
+
+void q2k_pack_block(const uint8_t* const src[8], uint8_t* dst) {
+  for (int r = 0; r < 8; r++) {
+    quant::block_q2_K b;
+    std::memcpy(&b, src[r], sizeof b);
+    std::memcpy(dst + 2 * r, &b.d, 2);
+    std::memcpy(dst + 16 + 2 * r, &b.dmin, 2);
+    for (int u = 0; u < 8; u++) std::memcpy(dst + 32 + 16 * u + 2 * r, b.scales + 2 * u, 2);
+    interleave_words(b.qs, 16, r, dst + 160);
+  }
+}
+
+void q2k_unpack_block(const uint8_t* src, int r, uint8_t* out) {
+  quant::block_q2_K b;
+  std::memcpy(&b.d, src + 2 * r, 2);
+  std::memcpy(&b.dmin, src + 16 + 2 * r, 2);
+  for (int u = 0; u < 8; u++) std::memcpy(b.scales + 2 * u, src + 32 + 16 * u + 2 * r, 2);
+  gather_words(src + 160, 16, r, b.qs);
+  std::memcpy(out, &b, sizeof b);
+}
+
+// ---- IQ4_XS ----
+
+constexpr size_t kIQ4XSGroup = 1104;
+
+void iq4xs_pack_block(const uint8_t* const src[8], uint8_t* dst) {
+  for (int r = 0; r < 8; r++) {
+    quant::block_iq4_xs b;
+    std::memcpy(&b, src[r], sizeof b);
+    std::memcpy(dst + 2 * r, &b.d, 2);
+    for (int s = 0; s < 8; s++) {
+      const int ls = ((b.scales_l[s / 2] >> (4 * (s % 2))) & 15) | (((b.scales_h >> (2 * s)) & 3) << 4);
+      dst[16 + 8 * s + r] = (uint8_t)(int8_t)(ls - 32);
+    }
+    interleave_words(b.qs, 32, r, dst + 80);
+  }
+}
+
+void iq4xs_unpack_block(const uint8_t* src, int r, uint8_t* out) {
+  quant::block_iq4_xs b;
+  std::memcpy(&b.d, src + 2 * r, 2);
+  b.scales_h = 0;
+  std::memset(b.scales_l, 0, sizeof b.scales_l);
+  for (int s = 0; s < 8; s++) {
+    const int ls = (int8_t)src[16 + 8 * s + r] + 32;
+    b.scales_l[s / 2] |= (uint8_t)((ls & 15) << (4 * (s % 2)));
+    b.scales_h |= (uint16_t)(((ls >> 4) & 3) << (2 * s));
+  }
+  gather_words(src + 80, 32, r, b.qs);
+  std::memcpy(out, &b, sizeof b);
+}
+
 // ---- dispatch over types ----
 
 size_t group_block_bytes(uint32_t type) {
@@ -250,21 +401,37 @@ size_t group_block_bytes(uint32_t type) {
   if (q32_shape(type, &s)) return q32_group_bytes(s);
   if (type == (uint32_t)Type::Q4_K) return kQ4KGroup;
   if (type == (uint32_t)Type::Q6_K) return kQ6KGroup;
+  if (type == (uint32_t)Type::Q5_K) return kQ5KGroup;
+  if (type == (uint32_t)Type::Q3_K) return kQ3KGroup;
+  if (type == (uint32_t)Type::Q2_K) return kQ2KGroup;
+  if (type == (uint32_t)Type::IQ4_XS) return kIQ4XSGroup;
   return 0;
 }
 
 void pack_block(uint32_t type, const uint8_t* const src[8], uint8_t* dst) {
   Q32Shape s;
   if (q32_shape(type, &s)) return q32_pack_block(s, src, dst);
-  if (type == (uint32_t)Type::Q4_K) return q4k_pack_block(src, dst);
-  q6k_pack_block(src, dst);
+  switch ((Type)type) {
+    case Type::Q4_K: return q4k_pack_block(src, dst);
+    case Type::Q5_K: return q5k_pack_block(src, dst);
+    case Type::Q3_K: return q3k_pack_block(src, dst);
+    case Type::Q2_K: return q2k_pack_block(src, dst);
+    case Type::IQ4_XS: return iq4xs_pack_block(src, dst);
+    default: return q6k_pack_block(src, dst);
+  }
 }
 
 void unpack_block(uint32_t type, const uint8_t* src, int r, uint8_t* out) {
   Q32Shape s;
   if (q32_shape(type, &s)) return q32_unpack_block(s, src, r, out);
-  if (type == (uint32_t)Type::Q4_K) return q4k_unpack_block(src, r, out);
-  q6k_unpack_block(src, r, out);
+  switch ((Type)type) {
+    case Type::Q4_K: return q4k_unpack_block(src, r, out);
+    case Type::Q5_K: return q5k_unpack_block(src, r, out);
+    case Type::Q3_K: return q3k_unpack_block(src, r, out);
+    case Type::Q2_K: return q2k_unpack_block(src, r, out);
+    case Type::IQ4_XS: return iq4xs_unpack_block(src, r, out);
+    default: return q6k_unpack_block(src, r, out);
+  }
 }
 
 // Hands the whole pages inside [p, p + n) back to the kernel (a read-only file mapping: they
