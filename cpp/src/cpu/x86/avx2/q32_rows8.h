@@ -1,21 +1,28 @@
-// The 32-weight block types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) in the rows8 layout (cpu/repack.cpp)
+// The 32-weight block types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL) in the rows8 layout (cpu/repack.cpp)
 // against Q8_0 activations, AVX2.
 //
 // Per block and activation row: the unsigned 4/5-bit values' vpmaddubsw products summed in int16
-// (at most 16 products of 15 * 127, or 8 of 31 * 127, per lane), or Q8_0's signed values through
-// the sign trick one k-group at a time; then acc += d * xd * S, plus the offset (Q4_1/Q5_1's m,
+// (at most 16 products of 15 * 127, or 8 of 31 * 127, per lane), or the signed values of Q8_0
+// and IQ4_NL (its codebook) through the sign trick one k-group at a time; then acc += d * xd * S, plus the offset (Q4_1/Q5_1's m,
 // Q4_0's -8 d, Q5_0's -16 d) times the activation block's d * sum: two FMAs per block.
 #pragma once
 #include "cpu/x86/avx2/rows8_common.h"
+#include "quant/blocks.h"
 
 namespace qd::cpu {
 namespace {
 
-struct R8Q4_0 { static constexpr int kHalves = 1, kValueBytes = 16; static constexpr bool kFifth = false; static constexpr float kOffset = -8.f; };
-struct R8Q4_1 { static constexpr int kHalves = 2, kValueBytes = 16; static constexpr bool kFifth = false; static constexpr float kOffset = 0.f; };
-struct R8Q5_0 { static constexpr int kHalves = 1, kValueBytes = 16; static constexpr bool kFifth = true; static constexpr float kOffset = -16.f; };
-struct R8Q5_1 { static constexpr int kHalves = 2, kValueBytes = 16; static constexpr bool kFifth = true; static constexpr float kOffset = 0.f; };
-struct R8Q8_0 { static constexpr int kHalves = 1, kValueBytes = 32; static constexpr bool kFifth = false; static constexpr float kOffset = 0.f; };
+struct R8Q4_0 { static constexpr bool kLut = false; static constexpr int kHalves = 1, kValueBytes = 16; static constexpr bool kFifth = false; static constexpr float kOffset = -8.f; };
+struct R8Q4_1 { static constexpr bool kLut = false; static constexpr int kHalves = 2, kValueBytes = 16; static constexpr bool kFifth = false; static constexpr float kOffset = 0.f; };
+struct R8Q5_0 { static constexpr bool kLut = false; static constexpr int kHalves = 1, kValueBytes = 16; static constexpr bool kFifth = true; static constexpr float kOffset = -16.f; };
+struct R8Q5_1 { static constexpr bool kLut = false; static constexpr int kHalves = 2, kValueBytes = 16; static constexpr bool kFifth = true; static constexpr float kOffset = 0.f; };
+struct R8IQ4_NL { static constexpr bool kLut = true; static constexpr int kHalves = 1, kValueBytes = 16; static constexpr bool kFifth = false; static constexpr float kOffset = 0.f; };
+struct R8Q8_0 { static constexpr bool kLut = false; static constexpr int kHalves = 1, kValueBytes = 32; static constexpr bool kFifth = false; static constexpr float kOffset = 0.f; };
+
+template <class F>
+constexpr bool q32_rows8_signed() {
+  return F::kValueBytes == 32 || F::kLut;
+}
 
 template <class F>
 constexpr size_t q32_rows8_block() {
@@ -32,6 +39,9 @@ inline __m256i q32_rows8_values(const uint8_t* blk) {
     const __m256i m4 = _mm256_set1_epi8(15);
     const __m256i wv = _mm256_loadu_si256((const __m256i*)(plane + 32 * (C % 4)));
     __m256i v = C < 4 ? _mm256_and_si256(wv, m4) : _mm256_and_si256(_mm256_srli_epi16(wv, 4), m4);
+    if constexpr (F::kLut) {
+      v = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i*)quant::kvalues_iq4nl)), v);
+    }
     if constexpr (F::kFifth) {
       const __m256i hb = _mm256_loadu_si256((const __m256i*)(plane + 128));  // bit C of each byte: element 4C + i
       const __m256i h = C <= 4 ? _mm256_slli_epi16(hb, 4 - C) : _mm256_srli_epi16(hb, C - 4);
@@ -44,7 +54,7 @@ inline __m256i q32_rows8_values(const uint8_t* blk) {
 template <class F, int R, int C>
 inline void q32_rows8_group(const uint8_t* blk, const int8_t* const* xq, __m256i* s16, __m256i* isum) {
   const __m256i v = q32_rows8_values<F, C>(blk);
-  if constexpr (F::kValueBytes == 32) {
+  if constexpr (q32_rows8_signed<F>()) {
     const __m256i av = _mm256_sign_epi8(v, v), ones = _mm256_set1_epi16(1);
     for (int j = 0; j < R; j++) {
       const __m256i p = _mm256_maddubs_epi16(av, _mm256_sign_epi8(rows8_bcast(xq[j] + 4 * C), v));
@@ -64,19 +74,17 @@ inline void q32_rows8_quarter(const uint8_t* blk, const int8_t* const* xq, __m25
   q32_rows8_group<F, R, C0 + 1>(blk, xq, s16, isum);
   q32_rows8_group<F, R, C0 + 2>(blk, xq, s16, isum);
   q32_rows8_group<F, R, C0 + 3>(blk, xq, s16, isum);
-  if constexpr (F::kValueBytes != 32) {
+  if constexpr (!q32_rows8_signed<F>()) {
     const __m256i ones = _mm256_set1_epi16(1);
     for (int j = 0; j < R; j++) isum[j] = _mm256_add_epi32(isum[j], _mm256_madd_epi16(s16[j], ones));
   }
 }
 
 template <class F, int R>
-void q32_rows8_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t stride, float* y,
+void q32_rows8_tile(const Matrix& w, int64_t r0, int64_t r1, const ActQ8_0* x, float* y,
                     int64_t ldy) {
   constexpr size_t kBlock = q32_rows8_block<F>();
   const int64_t nb = w.cols / 32;
-  ActQ8_0 x[R];
-  for (int j = 0; j < R; j++) x[j] = act_q8_0(act + (size_t)j * stride, w.cols);
   const size_t ahead = R <= 2 ? 2048 : 4096;
   for (int64_t r = r0; r < r1; r += 8) {
     const uint8_t* group = w.data + (size_t)(r / 8) * (size_t)nb * kBlock;
@@ -112,8 +120,8 @@ void q32_rows8_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act,
 template <class F, int kMax>
 void q32_rows8_gemm(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t stride, int64_t n, float* y,
                     int64_t ldy) {
-  rows8_tiles<kMax>(n, [&](auto rc, int64_t i0) {
-    q32_rows8_tile<F, decltype(rc)::value>(w, r0, r1, act + (size_t)i0 * stride, stride, y + i0 * ldy, ldy);
+  rows8_run<kMax, ActQ8_0>(w, r0, r1, act, stride, n, act_q8_0, [&](auto rc, int64_t r, int64_t r_end, const ActQ8_0* x, int64_t i0) {
+    q32_rows8_tile<F, decltype(rc)::value>(w, r, r_end, x, y + i0 * ldy, ldy);
   });
 }
 

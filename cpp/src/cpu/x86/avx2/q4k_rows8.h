@@ -1,4 +1,4 @@
-// Q4_K weights in the rows8 layout (cpu/repack.cpp) against Q8_K activations, AVX2.
+// Q4_K and Q5_K weights in the rows8 layout (cpu/repack.cpp) against Q8_K activations, AVX2.
 //
 // Per block (256 weights) and activation row: for each sub-block s of 32, the 8 k-groups'
 // vpmaddubsw products summed in int16 (at most 16 products of 15 * 127 per lane: no overflow),
@@ -10,49 +10,66 @@
 namespace qd::cpu {
 namespace {
 
-constexpr size_t kQ4KRows8Block = 1184;
+// Q5 = false: Q4_K (1184-byte blocks); true: Q5_K (qh plane at 1184, 1440-byte blocks).
+template <bool Q5>
+constexpr size_t k4k_rows8_block() {
+  return Q5 ? 1440 : 1184;
+}
 
-// One sub-block (32 weights of 8 rows: the low or high nibbles of 8 vectors at qv) against R
-// activation rows (32 bytes at xq[j]), into the int16 sums s16[j].
-template <int R, bool High>
-inline void q4k_rows8_sub(const uint8_t* qv, const int8_t* const* xq, __m256i* s16) {
+// k-groups [g0, g0 + n) of sub-block s (the low or high nibbles of the vectors at qv, plus for
+// Q5_K bit s of the qh vectors at qh) against R activation rows (at xq[j]), added to s16[j].
+template <int R, bool High, bool Q5>
+inline void q4k_rows8_part(const uint8_t* qv, const uint8_t* qh, int s, int g0, int n, const int8_t* const* xq,
+                           __m256i* s16) {
   const __m256i m4 = _mm256_set1_epi8(15);
-  for (int j = 0; j < R; j++) s16[j] = _mm256_setzero_si256();
 #pragma GCC unroll 2
-  for (int g = 0; g < 8; g++) {
+  for (int g = g0; g < g0 + n; g++) {
     const __m256i wv = _mm256_loadu_si256((const __m256i*)(qv + 32 * g));
-    const __m256i v = High ? _mm256_and_si256(_mm256_srli_epi16(wv, 4), m4) : _mm256_and_si256(wv, m4);
+    __m256i v = High ? _mm256_and_si256(_mm256_srli_epi16(wv, 4), m4) : _mm256_and_si256(wv, m4);
+    if constexpr (Q5) {
+      const __m256i hb = _mm256_loadu_si256((const __m256i*)(qh + 32 * g));
+      const __m256i h = s <= 4 ? _mm256_sll_epi16(hb, _mm_cvtsi32_si128(4 - s)) : _mm256_srl_epi16(hb, _mm_cvtsi32_si128(s - 4));
+      v = _mm256_or_si256(v, _mm256_and_si256(h, _mm256_set1_epi8(0x10)));
+    }
     for (int j = 0; j < R; j++) s16[j] = _mm256_add_epi16(s16[j], _mm256_maddubs_epi16(v, rows8_bcast(xq[j] + 4 * g)));
   }
 }
 
-template <bool Vnni, int R>
-void q4k_rows8_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t stride, float* y,
+// Sub-block s times its scale into isum[j].
+template <int R, bool High, bool Q5>
+inline void q4k_rows8_sub(const uint8_t* blk, int s, const int8_t* const* xq, __m256i* isum) {
+  const uint8_t* qv = blk + 160 + 256 * (s / 2);
+  const uint8_t* qh = blk + 1184;
+  const __m256i sc = rows8_u8_pairs(blk + 32 + 8 * s);
+  __m256i s16[R];
+  for (int half = 0; half < (Q5 ? 2 : 1); half++) {
+    for (int j = 0; j < R; j++) s16[j] = _mm256_setzero_si256();
+    q4k_rows8_part<R, High, Q5>(qv, qh, s, Q5 ? 4 * half : 0, Q5 ? 4 : 8, xq, s16);
+    for (int j = 0; j < R; j++) isum[j] = _mm256_add_epi32(isum[j], _mm256_madd_epi16(s16[j], sc));
+  }
+}
+
+template <bool Q5, int R>
+void q4k_rows8_tile(const Matrix& w, int64_t r0, int64_t r1, const ActQ8_K* x, float* y,
                     int64_t ldy) {
   const int64_t nb = w.cols / 256;
-  ActQ8_K x[R];
-  for (int j = 0; j < R; j++) x[j] = act_q8_K(act + (size_t)j * stride, w.cols);
   const size_t ahead = R <= 2 ? 2048 : 4096;
+  constexpr size_t kBlock = k4k_rows8_block<Q5>();
   for (int64_t r = r0; r < r1; r += 8) {
-    const uint8_t* group = w.data + (size_t)(r / 8) * (size_t)nb * kQ4KRows8Block;
+    const uint8_t* group = w.data + (size_t)(r / 8) * (size_t)nb * kBlock;
     __m256 acc[R];
     for (int j = 0; j < R; j++) acc[j] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-      const uint8_t* blk = group + (size_t)b * kQ4KRows8Block;
-      rows8_prefetch(blk, kQ4KRows8Block, ahead);
-      __m256i isum[R], s16[R];
+      const uint8_t* blk = group + (size_t)b * kBlock;
+      rows8_prefetch(blk, kBlock, ahead);
+      __m256i isum[R];
       const int8_t* xq[R];
       for (int j = 0; j < R; j++) isum[j] = _mm256_setzero_si256();
       for (int t = 0; t < 4; t++) {  // chunk t: low nibbles are sub-block 2t, high nibbles 2t + 1
-        const uint8_t* qv = blk + 160 + 256 * t;
         for (int j = 0; j < R; j++) xq[j] = x[j].qs + 256 * b + 64 * t;
-        q4k_rows8_sub<R, false>(qv, xq, s16);
-        const __m256i sc0 = rows8_u8_pairs(blk + 32 + 16 * t);
-        for (int j = 0; j < R; j++) isum[j] = _mm256_add_epi32(isum[j], _mm256_madd_epi16(s16[j], sc0));
+        q4k_rows8_sub<R, false, Q5>(blk, 2 * t, xq, isum);
         for (int j = 0; j < R; j++) xq[j] += 32;
-        q4k_rows8_sub<R, true>(qv, xq, s16);
-        const __m256i sc1 = rows8_u8_pairs(blk + 32 + 16 * t + 8);
-        for (int j = 0; j < R; j++) isum[j] = _mm256_add_epi32(isum[j], _mm256_madd_epi16(s16[j], sc1));
+        q4k_rows8_sub<R, true, Q5>(blk, 2 * t + 1, xq, isum);
       }
       const __m256 d = rows8_f16(blk), dmin = rows8_f16(blk + 16);
       for (int j = 0; j < R; j++) {
@@ -70,11 +87,11 @@ void q4k_rows8_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act,
   }
 }
 
-template <bool Vnni, int kMax>
+template <bool Q5, int kMax>
 void q4k_rows8_gemm(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t stride, int64_t n, float* y,
                     int64_t ldy) {
-  rows8_tiles<kMax>(n, [&](auto rc, int64_t i0) {
-    q4k_rows8_tile<Vnni, decltype(rc)::value>(w, r0, r1, act + (size_t)i0 * stride, stride, y + i0 * ldy, ldy);
+  rows8_run<kMax, ActQ8_K>(w, r0, r1, act, stride, n, act_q8_K, [&](auto rc, int64_t r, int64_t r_end, const ActQ8_K* x, int64_t i0) {
+    q4k_rows8_tile<Q5, decltype(rc)::value>(w, r, r_end, x, y + i0 * ldy, ldy);
   });
 }
 

@@ -75,11 +75,9 @@ inline void q6k_rows8_chunk(const uint8_t* blk, const ActQ8_K* x, int64_t b, __m
 }
 
 template <bool Vnni, int R>
-void q6k_rows8_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t stride, float* y,
+void q6k_rows8_tile(const Matrix& w, int64_t r0, int64_t r1, const ActQ8_K* x, float* y,
                     int64_t ldy) {
   const int64_t nb = w.cols / 256;
-  ActQ8_K x[R];
-  for (int j = 0; j < R; j++) x[j] = act_q8_K(act + (size_t)j * stride, w.cols);
   const size_t ahead = R <= 2 ? 2048 : 4096;
   for (int64_t r = r0; r < r1; r += 8) {
     const uint8_t* group = w.data + (size_t)(r / 8) * (size_t)nb * kQ6KRows8Block;
@@ -113,8 +111,8 @@ void q6k_rows8_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act,
 template <bool Vnni, int kMax>
 void q6k_rows8_gemm(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t stride, int64_t n, float* y,
                     int64_t ldy) {
-  rows8_tiles<kMax>(n, [&](auto rc, int64_t i0) {
-    q6k_rows8_tile<Vnni, decltype(rc)::value>(w, r0, r1, act + (size_t)i0 * stride, stride, y + i0 * ldy, ldy);
+  rows8_run<kMax, ActQ8_K>(w, r0, r1, act, stride, n, act_q8_K, [&](auto rc, int64_t r, int64_t r_end, const ActQ8_K* x, int64_t i0) {
+    q6k_rows8_tile<Vnni, decltype(rc)::value>(w, r, r_end, x, y + i0 * ldy, ldy);
   });
 }
 

@@ -59,5 +59,23 @@ inline void rows8_tiles(int64_t n, TileFn&& tile) {
   }
 }
 
+// Runs tile(R, r, r_end, x, i0) over every group of 8 weight rows in [r0, r1) and, inside each
+// group, every tile of activation rows: a group's weights (a few KB) stay in L1 for all tiles.
+// x points at the tile's activation row views (view(row, cols) of each quantized row).
+template <int kMax, class Act, class View, class TileFn>
+inline void rows8_run(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t stride, int64_t n,
+                      View&& view, TileFn&& tile) {
+  constexpr int64_t kChunk = 64;
+  Act xs[kChunk];
+  for (int64_t a0 = 0; a0 < n; a0 += kChunk) {
+    const int64_t m = n - a0 < kChunk ? n - a0 : kChunk;
+    for (int64_t i = 0; i < m; i++) xs[i] = view(act + (size_t)(a0 + i) * stride, w.cols);
+    for (int64_t r = r0; r < r1; r += 8) {
+      const int64_t r_end = r + 8 < r1 ? r + 8 : r1;
+      rows8_tiles<kMax>(m, [&](auto rc, int64_t i0) { tile(rc, r, r_end, xs + i0, a0 + i0); });
+    }
+  }
+}
+
 }  // namespace
 }  // namespace qd::cpu

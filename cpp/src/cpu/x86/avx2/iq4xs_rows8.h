@@ -1,0 +1,62 @@
+// IQ4_XS weights in the rows8 layout (cpu/repack.cpp) against Q8_K activations, AVX2.
+//
+// Per block (256 weights, 8 sub-blocks of 32) and activation row: the codebook values (signed)
+// through the sign trick, each k-group's vpmaddubsw products (at most 2 * 127 * 127 per lane)
+// multiplied by the sub-block's scale ls - 32 in vpmaddwd; acc += d * xd * S, one FMA per block.
+#pragma once
+#include "cpu/x86/avx2/rows8_common.h"
+#include "quant/blocks.h"
+
+namespace qd::cpu {
+namespace {
+
+constexpr size_t kIQ4XSRows8Block = 1104;
+
+template <int R>
+void iq4xs_rows8_tile(const Matrix& w, int64_t r0, int64_t r1, const ActQ8_K* x, float* y,
+                      int64_t ldy) {
+  const int64_t nb = w.cols / 256;
+  const __m256i lut = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i*)quant::kvalues_iq4nl));
+  const __m256i m4 = _mm256_set1_epi8(15), low16 = _mm256_set1_epi32(0xFFFF);
+  const size_t ahead = R <= 2 ? 2048 : 4096;
+  for (int64_t r = r0; r < r1; r += 8) {
+    const uint8_t* group = w.data + (size_t)(r / 8) * (size_t)nb * kIQ4XSRows8Block;
+    __m256 acc[R];
+    for (int j = 0; j < R; j++) acc[j] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+      const uint8_t* blk = group + (size_t)b * kIQ4XSRows8Block;
+      rows8_prefetch(blk, kIQ4XSRows8Block, ahead);
+      __m256i isum[R];
+      for (int j = 0; j < R; j++) isum[j] = _mm256_setzero_si256();
+      for (int s = 0; s < 8; s++) {
+        const __m256i sv = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i*)(blk + 16 + 8 * s)));
+        const __m256i sc = _mm256_or_si256(_mm256_and_si256(sv, low16), _mm256_slli_epi32(sv, 16));
+        for (int g = 0; g < 8; g++) {  // elements 32s + 4g + i: low nibbles of word 4s + g (g < 4), else high
+          const __m256i wv = _mm256_loadu_si256((const __m256i*)(blk + 80 + 32 * (4 * s + g % 4)));
+          const __m256i nib = g < 4 ? _mm256_and_si256(wv, m4) : _mm256_and_si256(_mm256_srli_epi16(wv, 4), m4);
+          const __m256i v = _mm256_shuffle_epi8(lut, nib), av = _mm256_sign_epi8(v, v);
+          for (int j = 0; j < R; j++) {
+            const __m256i xv = _mm256_sign_epi8(rows8_bcast(x[j].qs + 256 * b + 32 * s + 4 * g), v);
+            isum[j] = _mm256_add_epi32(isum[j], _mm256_madd_epi16(_mm256_maddubs_epi16(av, xv), sc));
+          }
+        }
+      }
+      const __m256 d = rows8_f16(blk);
+      for (int j = 0; j < R; j++) {
+        acc[j] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(x[j].d[b])), _mm256_cvtepi32_ps(isum[j]), acc[j]);
+      }
+    }
+    for (int j = 0; j < R; j++) rows8_store(y + j * ldy, r, r1, acc[j]);
+  }
+}
+
+template <int kMax>
+void iq4xs_rows8_gemm(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t stride, int64_t n, float* y,
+                      int64_t ldy) {
+  rows8_run<kMax, ActQ8_K>(w, r0, r1, act, stride, n, act_q8_K, [&](auto rc, int64_t r, int64_t r_end, const ActQ8_K* x, int64_t i0) {
+    iq4xs_rows8_tile<decltype(rc)::value>(w, r, r_end, x, y + i0 * ldy, ldy);
+  });
+}
+
+}  // namespace
+}  // namespace qd::cpu

@@ -1,0 +1,107 @@
+// Q2_K and Q3_K weights in the rows8 layout (cpu/repack.cpp) against Q8_K activations, AVX2.
+//
+// Per block (256 weights, 16 groups of 16) and activation row: the unsigned 2-bit (Q2_K) or
+// 3-bit (Q3_K: low 2 bits | hmask bit << 2) values' vpmaddubsw products over a group summed in
+// int16, then one vpmaddwd by the group's scale. Q2_K's mins and Q3_K's -4 against the
+// activations' 16-sums by vpmaddwd: acc += d * xd * S - dmin * xd * M (Q2_K), or
+// acc += d * xd * (S - 4 O) (Q3_K).
+#pragma once
+#include "cpu/x86/avx2/rows8_common.h"
+
+namespace qd::cpu {
+namespace {
+
+template <bool Q3>
+constexpr size_t k23_rows8_block() {
+  return Q3 ? 912 : 672;
+}
+
+// Scales of groups 2u, 2u + 1 as int16 pairs per row lane (Q3_K's signed scales; Q2_K's low
+// nibbles), and Q2_K's mins (high nibbles).
+template <bool Q3>
+inline __m256i k23_rows8_scales(const uint8_t* blk, int u) {
+  if constexpr (Q3) return _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i*)(blk + 16 + 16 * u)));
+  return _mm256_and_si256(_mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i*)(blk + 32 + 16 * u))), _mm256_set1_epi16(15));
+}
+
+inline __m256i q2k_rows8_mins(const uint8_t* blk, int u) {
+  return _mm256_srli_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i*)(blk + 32 + 16 * u))), 4);
+}
+
+template <bool Q3, int R>
+void k23_rows8_tile(const Matrix& w, int64_t r0, int64_t r1, const ActQ8_K* x, float* y,
+                    int64_t ldy) {
+  constexpr size_t kBlock = k23_rows8_block<Q3>();
+  constexpr size_t kQs = Q3 ? 144 : 160;
+  const int64_t nb = w.cols / 256;
+  const __m256i dup_lo = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13,  //
+                                          0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13);
+  const __m256i dup_hi = _mm256_setr_epi8(2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15,  //
+                                          2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15);
+  const __m256i m3 = _mm256_set1_epi8(3), m4 = _mm256_set1_epi8(4);
+  const size_t ahead = R <= 2 ? 2048 : 4096;
+  for (int64_t r = r0; r < r1; r += 8) {
+    const uint8_t* group = w.data + (size_t)(r / 8) * (size_t)nb * kBlock;
+    __m256 acc[R];
+    for (int j = 0; j < R; j++) acc[j] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+      const uint8_t* blk = group + (size_t)b * kBlock;
+      rows8_prefetch(blk, kBlock, ahead);
+      __m256i isum[R];
+      const int8_t* xq[R];
+      for (int j = 0; j < R; j++) isum[j] = _mm256_setzero_si256();
+      for (int u = 0; u < 8; u++) {  // elements 128p + 32f + 4g + i, p = u / 4, f = u % 4: groups 2u, 2u + 1
+        const int p = u / 4, f = u % 4;
+        const __m256i pair = k23_rows8_scales<Q3>(blk, u);
+        const __m128i lo_shift = _mm_cvtsi32_si128(2 * f);
+        const int hs = 4 * p + f - 2;  // hmask bit 4p + f to bit 2
+        for (int j = 0; j < R; j++) xq[j] = x[j].qs + 256 * b + 32 * u;
+        for (int half = 0; half < 2; half++) {
+          const __m256i sc = _mm256_shuffle_epi8(pair, half ? dup_hi : dup_lo);
+          __m256i s16[R];
+          for (int j = 0; j < R; j++) s16[j] = _mm256_setzero_si256();
+          for (int g = 4 * half; g < 4 * half + 4; g++) {
+            const __m256i lv = _mm256_loadu_si256((const __m256i*)(blk + kQs + 32 * (8 * p + g)));
+            __m256i v = _mm256_and_si256(_mm256_srl_epi16(lv, lo_shift), m3);
+            if constexpr (Q3) {
+              const __m256i hv = _mm256_loadu_si256((const __m256i*)(blk + 656 + 32 * g));
+              const __m256i h = hs >= 0 ? _mm256_srl_epi16(hv, _mm_cvtsi32_si128(hs)) : _mm256_sll_epi16(hv, _mm_cvtsi32_si128(-hs));
+              v = _mm256_or_si256(v, _mm256_and_si256(h, m4));
+            }
+            for (int j = 0; j < R; j++) s16[j] = _mm256_add_epi16(s16[j], _mm256_maddubs_epi16(v, rows8_bcast(xq[j] + 4 * g)));
+          }
+          for (int j = 0; j < R; j++) isum[j] = _mm256_add_epi32(isum[j], _mm256_madd_epi16(s16[j], sc));
+        }
+      }
+      const __m256 d = rows8_f16(blk);
+      for (int j = 0; j < R; j++) {
+        const int16_t* bs = x[j].bsums + 16 * b;
+        __m256i o = _mm256_setzero_si256();
+        for (int u = 0; u < 8; u++) {
+          const __m256i m = Q3 ? k23_rows8_scales<Q3>(blk, u) : q2k_rows8_mins(blk, u);
+          o = _mm256_add_epi32(o, _mm256_madd_epi16(m, rows8_bcast((const int8_t*)(bs + 2 * u))));
+        }
+        const __m256 xd = _mm256_set1_ps(x[j].d[b]);
+        if constexpr (Q3) {
+          const __m256i total = _mm256_sub_epi32(isum[j], _mm256_slli_epi32(o, 2));
+          acc[j] = _mm256_fmadd_ps(_mm256_mul_ps(d, xd), _mm256_cvtepi32_ps(total), acc[j]);
+        } else {
+          acc[j] = _mm256_fmadd_ps(_mm256_mul_ps(d, xd), _mm256_cvtepi32_ps(isum[j]), acc[j]);
+          acc[j] = _mm256_fnmadd_ps(_mm256_mul_ps(rows8_f16(blk + 16), xd), _mm256_cvtepi32_ps(o), acc[j]);
+        }
+      }
+    }
+    for (int j = 0; j < R; j++) rows8_store(y + j * ldy, r, r1, acc[j]);
+  }
+}
+
+template <bool Q3, int kMax>
+void k23_rows8_gemm(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t stride, int64_t n, float* y,
+                    int64_t ldy) {
+  rows8_run<kMax, ActQ8_K>(w, r0, r1, act, stride, n, act_q8_K, [&](auto rc, int64_t r, int64_t r_end, const ActQ8_K* x, int64_t i0) {
+    k23_rows8_tile<Q3, decltype(rc)::value>(w, r, r_end, x, y + i0 * ldy, ldy);
+  });
+}
+
+}  // namespace
+}  // namespace qd::cpu
