@@ -161,23 +161,31 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def read_bandwidth(threads: int, gib: float = 1.0) -> float:
-    """GB/s of summing a gib-GiB float32 array split over `threads` threads (numpy releases the GIL)."""
-    import threading
+BANDWIDTH = r"""
+import sys, threading, time
+import numpy as np
+threads, gib = int(sys.argv[1]), float(sys.argv[2])
+a = np.ones(int(gib * (1 << 30)) // 4, dtype=np.float32)
+parts = np.array_split(a, threads)
+best = 0.0
+for _ in range(3):
+    ts = [threading.Thread(target=np.add.reduce, args=(p,)) for p in parts]
+    t = time.perf_counter()
+    for th in ts:
+        th.start()
+    for th in ts:
+        th.join()
+    best = max(best, a.nbytes / (time.perf_counter() - t) / 1e9)
+print(best)
+"""
 
-    import numpy as np
-    a = np.ones(int(gib * (1 << 30)) // 4, dtype=np.float32)
-    parts = np.array_split(a, threads)
-    best = 0.0
-    for _ in range(3):
-        ts = [threading.Thread(target=np.add.reduce, args=(p,)) for p in parts]
-        t = time.perf_counter()
-        for th in ts:
-            th.start()
-        for th in ts:
-            th.join()
-        best = max(best, a.nbytes / (time.perf_counter() - t) / 1e9)
-    return best
+
+def read_bandwidth(threads: int, gib: float = 1.0) -> float:
+    """GB/s of summing a gib-GiB float32 array split over `threads` threads (numpy releases the GIL),
+    in a process of its own (a child forked later would count the array in its peak RSS)."""
+    out = subprocess.run([sys.executable, "-c", BANDWIDTH, str(threads), str(gib)], capture_output=True, text=True,
+                         check=True).stdout
+    return float(out.strip())
 
 
 # ---------------------------------------------------------------- llama.cpp
