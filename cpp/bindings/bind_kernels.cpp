@@ -15,6 +15,7 @@
 #include "common/thread_pool.h"
 #include "cpu/act_layout.h"
 #include "cpu/convert.h"
+#include "cpu/describe.h"
 #include "cpu/kernels.h"
 #include "cpu/matmul.h"
 #include "quant/quant_types.h"
@@ -68,6 +69,32 @@ void register_kernels(py::module_& m) {
         "The ISA matmul uses: the best available, or QD_FORCE_ISA.");
 
   py::module_ k = m.def_submodule("kernels", "CPU kernel test and benchmark hooks");
+  k.def("describe", [] { return qd::cpu::describe_tables(); },
+        "The kernel table as text: for each ISA built into this binary (columns) and each GGML type\n"
+        "and routine (rows), the kernel that serves it: simd (the ISA's own), scalar (the shared\n"
+        "reference), dequant (dequantize + f32 dot), unsupported; and the activation format.");
+  k.def(
+      "table",
+      [] {
+        py::dict out;
+        for (qd::Isa isa : qd::built_isas()) {
+          py::dict rows;
+          for (const qd::cpu::RoutineInfo& r : qd::cpu::describe_table(isa)) {
+            rows[py::str(r.routine)] = py::make_tuple(qd::cpu::kernel_kind_name(r.kind), r.act);
+          }
+          out[qd::isa_name(isa)] = rows;
+        }
+        return out;
+      },
+      "describe() as data: {isa: {routine: (kind, activation format)}} for every ISA built here.");
+  k.def(
+      "built_isas",
+      [] {
+        std::vector<std::string> out;
+        for (qd::Isa isa : qd::built_isas()) out.push_back(qd::isa_name(isa));
+        return out;
+      },
+      "ISAs this build has kernels for, whether or not this CPU can run them, scalar first.");
   k.def(
       "matmul",
       [](py::buffer weight, uint32_t type, int64_t rows, int64_t cols, FloatArray x, std::optional<std::string> isa,
@@ -124,11 +151,7 @@ void register_kernels(py::module_& m) {
         py::array_t<uint8_t> out((py::ssize_t)qd::cpu::act_row_bytes(f, cols));
         uint8_t* dst = out.mutable_data();
         std::fill(dst, dst + out.size(), 0);
-        if (t.quantize[(int)f]) {
-          t.quantize[(int)f](x.data(), cols, dst);
-        } else {
-          qd::cpu::quantize_act_row(f, x.data(), cols, dst);
-        }
+        t.quantize[(int)f](x.data(), cols, dst);
         py::dict parts;
         if (f == qd::cpu::ActFormat::q8_0) {
           const qd::cpu::ActQ8_0 a = qd::cpu::act_q8_0(dst, cols);
