@@ -415,4 +415,4 @@ def type_info(arg0: typing.SupportsInt | typing.SupportsIndex) -> typing.Any:
 SUPPORTED_ARCHS: tuple = ('llama', 'qwen2', 'gemma3')
 
 import types
-kernels: types.ModuleType  # test hooks: matmul, bench_matmul, quantize_row, f16_to_f32, f32_to_f16
+kernels: types.ModuleType  # test hooks: matmul, bench_matmul, quantize_row, f16_to_f32, f32_to_f16; the kernel table: describe, table, built_isas

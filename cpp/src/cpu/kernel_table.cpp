@@ -40,9 +40,13 @@ const KernelTable& active_kernels() {
   return t;
 }
 
-void fp16_to_fp32_row(const uint16_t* src, float* dst, int64_t n, Isa isa) { kernel_table(isa).half_to_float(src, dst, n); }
+void fp16_to_fp32_row(const uint16_t* src, float* dst, int64_t n, Isa isa) {
+  kernel_table(isa).half_to_float(src, dst, n);
+}
 
-void fp32_to_fp16_row(const float* src, uint16_t* dst, int64_t n, Isa isa) { kernel_table(isa).float_to_half(src, dst, n); }
+void fp32_to_fp16_row(const float* src, uint16_t* dst, int64_t n, Isa isa) {
+  kernel_table(isa).float_to_half(src, dst, n);
+}
 
 void fp16_to_fp32_row(const uint16_t* src, float* dst, int64_t n) { active_kernels().half_to_float(src, dst, n); }
 

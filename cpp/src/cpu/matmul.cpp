@@ -29,7 +29,8 @@ GemmKernel find_kernel(const KernelTable& table, const Matrix& w) {
     throw UnsupportedError(std::string("matmul: weight type ") + t.name + " is not supported");
   }
   if (!k.fn) {
-    throw UnsupportedError(std::string("matmul: the ") + isa_name(table.isa) + " kernel table has no entry for " + t.name);
+    throw UnsupportedError(std::string("matmul: the ") + isa_name(table.isa) + " kernel table has no entry for " +
+                           t.name);
   }
   return k;
 }

@@ -11,7 +11,8 @@ void silu_mul(float* gate, const float* up, int64_t n) {
 }
 
 void rope(float* x, int n_rows, int n_heads, int head_dim, int n_rot, bool neox, const float* cos, const float* sin) {
-  rope_rows(x, n_rows, n_heads, head_dim, n_rot, neox, cos, sin, [](float a, float b, float c) { return std::fma(a, b, c); });
+  rope_rows(x, n_rows, n_heads, head_dim, n_rot, neox, cos, sin,
+            [](float a, float b, float c) { return std::fma(a, b, c); });
 }
 
 }  // namespace qd::cpu::scalar

@@ -44,7 +44,7 @@ inline __m256i q5_unpack_u(const uint8_t* qs, const uint8_t* qh) {
 // A weight format: block type, unpack to 32 int8 (signed) or uint8 (unsigned + min term).
 struct WQ4_0 {
   using block = quant::block_q4_0;
-  static constexpr bool kNibbles = true;  // the weights are qs's 4-bit nibbles alone (avx512/q4_0_iq4_nl.h)
+  static constexpr bool kNibbles = true;  // the weights are qs's nibbles alone (split in bulk on AVX-512)
   static constexpr bool kSigned = true;
   static constexpr bool kHasM = false;      // offset c = m (field right after d) ...
   static constexpr float kOffset = -8.f;  // ... or c = kOffset * d
@@ -56,7 +56,7 @@ struct WQ4_0 {
 
 struct WQ4_1 {
   using block = quant::block_q4_1;
-  static constexpr bool kNibbles = true;  // the weights are qs's 4-bit nibbles alone (avx512/q4_0_iq4_nl.h)
+  static constexpr bool kNibbles = true;  // the weights are qs's nibbles alone (split in bulk on AVX-512)
   static constexpr bool kSigned = false;
   static constexpr bool kHasM = true;      // offset c = m (field right after d) ...
   static constexpr float kOffset = 0.f;  // ... or c = kOffset * d

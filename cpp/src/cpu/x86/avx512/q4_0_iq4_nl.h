@@ -19,12 +19,10 @@
 namespace qd::cpu {
 namespace {
 
-// The 4-bit nibble types (Q4_0, Q4_1), 8 blocks straight into group order: the qs of four
-// blocks in one vector (low nibbles: elements 0..15 of each, high: 16..31), then one 2-source
-// qword permute per group-order vector. Same values as W::unpack_u + to_group_order in about
-// half the instructions. (Q5_0 / Q5_1 keep the per-block path: their 5th bits as masks for these
-// vectors cost as much as the rest saves, whether the masks are built with vector, scalar or
-// store-and-load steps; measured.)
+// Weights that are qs's 4-bit nibbles alone (W::kNibbles: Q4_0), 8 blocks straight into group
+// order: the qs of four blocks in one vector (low nibbles: elements 0..15 of each, high: 16..31),
+// then one 2-source qword permute per group-order vector. Same values as W::unpack_u +
+// to_group_order in about half the instructions.
 template <class W>
 inline void nibble_group(const typename W::block* blk, __m512i q[4]) {
   static_assert(W::kNibbles, "4-bit nibble blocks only");
