@@ -47,9 +47,15 @@ def test_features_match_the_auxiliary_vector():
 
 
 def test_neon_is_the_default_and_scalar_can_be_forced():
-    assert _core.isa_available() == ["scalar", "neon"]
+    """neon_dot where the CPU has SDOT, else neon; plain neon and scalar can always be forced."""
+    dot = _core.cpu_features()["asimddp"]
+    assert _core.isa_available() == (["scalar", "neon", "neon_dot"] if dot else ["scalar", "neon"])
+    assert _core.kernels.built_isas() == ["scalar", "neon", "neon_dot"]
     code = "from quickdraft import _core; print(_core.current_isa())"
-    for force, want in (("", "neon"), ("scalar", "scalar"), ("neon", "neon")):
+    cases = [("", "neon_dot" if dot else "neon"), ("scalar", "scalar"), ("neon", "neon")]
+    if dot:
+        cases.append(("neon_dot", "neon_dot"))
+    for force, want in cases:
         env = dict(os.environ, QD_FORCE_ISA=force)
         r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
         assert r.returncode == 0 and r.stdout.strip() == want, r.stderr
@@ -65,7 +71,8 @@ HALF_FIELDS = {T.Q4_0: [0], T.Q4_1: [0, 2], T.Q5_0: [0], T.Q5_1: [0, 2], T.Q8_0:
 
 @pytest.mark.parametrize("t", list(HALF_FIELDS), ids=lambda t: t.name)
 def test_neon_bit_identical_to_scalar(t):
-    """The NEON kernels do the scalar reference's float operations in its order (neon_kernels.h)."""
+    """The NEON kernels (neon and neon_dot) do the scalar reference's float operations in its order
+    (cpu/arm/neon/common.h)."""
     rng = np.random.default_rng(11)
     block, size = gguf.GGML_QUANT_SIZES[t]
     rows, cols = 19, 3 * 256
@@ -76,22 +83,7 @@ def test_neon_bit_identical_to_scalar(t):
     w = raw.reshape(rows, -1)
     x = rng.standard_normal((9, cols)).astype(np.float32)
     ref = _core._testing.kernels.matmul(w, int(t), rows, cols, x, isa="scalar", threads=1)
-    for threads in (1, 3):
-        y = _core._testing.kernels.matmul(w, int(t), rows, cols, x, isa="neon", threads=threads)
-        np.testing.assert_array_equal(y, ref)
-
-
-# The entries make_neon_table() sets (cpu/neon_kernels.h): {type: activation format}
-# (ActFormat: 1 = q8_0, 2 = q8_K). Every other entry must be null, so matmul takes the scalar
-# table's kernel for it; .ci/aarch64.sh builds with -ftrivial-auto-var-init=pattern, which
-# makes an entry left uninitialized read as non-null here.
-NEON_GEMM = {T.Q4_0: 1, T.Q4_1: 1, T.Q5_0: 1, T.Q5_1: 1, T.Q8_0: 1, T.IQ4_NL: 1,
-             T.Q4_K: 2, T.Q6_K: 2, T.Q2_K: 2, T.Q3_K: 2, T.Q5_K: 2, T.IQ4_XS: 2}
-
-
-def test_neon_table_sets_only_its_own_entries():
-    table = _core._testing.kernels.table("neon")
-    assert table["gemm"] == {int(t): act for t, act in NEON_GEMM.items()}
-    assert not table["half_to_float"] and not table["float_to_half"]
-    assert table["quantize"] == [False, False, False]
-
+    for isa in [i for i in _core.isa_available() if i.startswith("neon")]:
+        for threads in (1, 3):
+            y = _core._testing.kernels.matmul(w, int(t), rows, cols, x, isa=isa, threads=threads)
+            np.testing.assert_array_equal(y, ref, err_msg=isa)

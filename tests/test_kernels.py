@@ -21,6 +21,7 @@ from quickdraft import UnsupportedError, _core
 
 T = gguf.GGMLQuantizationType
 K = _core._testing.kernels
+TABLES = _core.kernels  # public: describe(), table(), built_isas()
 
 # Offsets of the fp16 scale/min fields inside one block: set to sane values so random bytes make a
 # valid block (random bits there could be inf/nan).
@@ -33,7 +34,20 @@ QUANT_TYPES = [T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.IQ4_NL, T.Q2_K, T.Q3_K,
 FALLBACK_TYPES = [T.BF16]
 FLOAT_TYPES = [T.F32, T.F16]
 ALL_TYPES = QUANT_TYPES + FALLBACK_TYPES + FLOAT_TYPES
-SIMD_ISAS = [i for i in _core.isa_available() if i != "scalar"]
+# Every ISA built into this binary; the ones this CPU cannot run (avx2_vnni on a CPU without
+# AVX-VNNI, say) skip with the reason.
+BUILT_ISAS = TABLES.built_isas()
+SIMD_ISAS = [i for i in _core.isa_available() if i != "scalar"]  # for loops: the ones that run here
+
+
+def isa_params(isas):
+    cannot = "this CPU cannot execute {} kernels (see _core.cpu_features())"
+    return [pytest.param(i, marks=pytest.mark.skipif(i not in _core.isa_available(), reason=cannot.format(i)))
+            for i in isas]
+
+
+ISA_PARAMS = isa_params(BUILT_ISAS)
+SIMD_ISA_PARAMS = isa_params([i for i in BUILT_ISAS if i != "scalar"])
 
 
 def cols_for(t) -> int:
@@ -106,7 +120,7 @@ def test_scalar_matches_numpy(cases, t):
     assert np.all(y[5] == 0.0)
 
 
-@pytest.mark.parametrize("isa", SIMD_ISAS)
+@pytest.mark.parametrize("isa", SIMD_ISA_PARAMS)
 @pytest.mark.parametrize("t", ALL_TYPES, ids=lambda t: t.name)
 @pytest.mark.parametrize("n", range(1, 18))
 def test_isa_matches_scalar(cases, isa, t, n):
@@ -118,7 +132,7 @@ def test_isa_matches_scalar(cases, isa, t, n):
     np.testing.assert_array_less(np.abs(y - ref), 1e-5 * mag + 1e-6)
 
 
-@pytest.mark.parametrize("isa", _core.isa_available())
+@pytest.mark.parametrize("isa", ISA_PARAMS)
 @pytest.mark.parametrize("t", ALL_TYPES, ids=lambda t: t.name)
 def test_batch_and_thread_invariance(cases, isa, t):
     """Row i of the output has the same bits whatever n is and however many threads run."""
@@ -182,10 +196,70 @@ def test_force_isa():
         assert r.returncode == 0 and r.stdout.strip() == isa, r.stderr
     r = _isa_in_subprocess("sse9")
     assert r.returncode != 0 and "unknown ISA" in r.stderr
-    missing = [i for i in ("avx2", "avx512", "neon") if i not in _core.isa_available()]
+    missing = [i for i in ALL_ISA_NAMES if i not in _core.isa_available()]
     for isa in missing:
         r = _isa_in_subprocess(isa)
         assert r.returncode != 0 and "QD_FORCE_ISA" in r.stderr
+        want = "cannot execute" if isa in BUILT_ISAS else "no " + isa + " kernels"
+        assert want in r.stderr, r.stderr
+
+
+ALL_ISA_NAMES = ("scalar", "avx2", "avx2_vnni", "avx512", "neon", "neon_dot")
+
+
+def test_isa_names():
+    """Every ISA level parses; the ones built here are the family's (x86-64 or aarch64)."""
+    w = np.zeros((4, 18), np.uint8)
+    for isa in ALL_ISA_NAMES:
+        if isa in _core.isa_available():
+            K.matmul(w, int(T.Q4_0), 4, 32, np.zeros((1, 32), np.float32), isa=isa)
+        else:
+            with pytest.raises(ValueError, match="not available"):
+                K.matmul(w, int(T.Q4_0), 4, 32, np.zeros((1, 32), np.float32), isa=isa)
+    assert BUILT_ISAS[0] == "scalar"
+    assert set(BUILT_ISAS) in ({"scalar"}, {"scalar", "avx2", "avx2_vnni", "avx512"}, {"scalar", "neon", "neon_dot"})
+    assert set(_core.isa_available()) <= set(BUILT_ISAS)
+
+
+GGML_TYPES = [i for i in range(64) if _core.type_info(i) is not None]
+
+
+@pytest.mark.parametrize("isa", BUILT_ISAS)
+def test_table_covers_every_type(isa):
+    """Every ISA built here has an explicit entry for every GGML type of the quant type table: a
+    kernel for each type quickdraft can compute with, "unsupported" for the others, no hole."""
+    table = TABLES.table()[isa]
+    for i in GGML_TYPES:
+        name, _, _, computable = _core.type_info(i)
+        kind, act = table[name]
+        if computable:
+            assert kind in ("simd", "scalar", "dequant"), f"{isa} {name}: {kind}"
+            assert act in ("f32", "q8_0", "q8_K"), f"{isa} {name}: {act}"
+        else:
+            assert kind == "unsupported", f"{isa} {name}: {kind}"
+    repacked = [r for r in table if r.endswith(" rows8")]
+    assert all(table[r][0] in ("simd", "-") for r in repacked), table
+    routines = [r for r in table if r not in {_core.type_info(i)[0] for i in GGML_TYPES} and r not in repacked]
+    assert all(table[r][0] in ("simd", "scalar") for r in routines), table
+    assert {"quantize q8_0", "softmax", "rope", "silu_mul"} <= set(routines)
+    if isa == "scalar":
+        assert all(kind != "simd" for kind, _ in table.values())
+    if isa in ("avx2", "avx2_vnni"):  # the laptop path reads the real models' types repacked
+        assert all(table[f"{t} rows8"][0] == "simd" for t in ("Q4_0", "Q4_1", "Q5_0", "Q8_0", "Q4_K", "Q5_K", "Q6_K",
+                                                          "Q3_K", "Q2_K", "IQ4_XS")), table
+    # The same activation format as the scalar table for every type: every ISA quantizes alike.
+    ref = TABLES.table()["scalar"]
+    for i in GGML_TYPES:
+        name = _core.type_info(i)[0]
+        assert table[name][1] == ref[name][1], f"{isa} {name}"
+
+
+def test_describe():
+    text = TABLES.describe()
+    header, *rows = text.splitlines()
+    assert header.split() == ["routine"] + BUILT_ISAS
+    assert len(rows) == len(next(iter(TABLES.table().values())))
+    assert "MISSING" not in text
 
 
 def _round_half_even_f32(v: np.ndarray) -> np.ndarray:
@@ -260,7 +334,7 @@ def test_long_rows(t):
         np.testing.assert_array_equal(run(t, w, cols, x, isa=isa, threads=2), full)
 
 
-@pytest.mark.parametrize("isa", _core.isa_available())
+@pytest.mark.parametrize("isa", ISA_PARAMS)
 def test_half_conversions(isa):
     """Row conversions for the F16 KV cache: bit-exact with numpy's float16 (round to nearest even)."""
     rng = np.random.default_rng(13)

@@ -12,6 +12,7 @@ void register_model(py::module_& m);
 void register_tokenizer(py::module_& m);
 void register_cpu(py::module_& m);
 void register_testing(py::module_& m);
+void register_kernels(py::module_& m);
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "quickdraft native core";
@@ -41,5 +42,6 @@ PYBIND11_MODULE(_core, m) {
   register_model(m);
   register_tokenizer(m);
   register_cpu(m);
+  register_kernels(m);
   register_testing(m);
 }

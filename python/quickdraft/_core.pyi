@@ -406,3 +406,4 @@ import types
 # verify_trials, process_logits, sample_tokens, quant_types, DraftLength, and the submodule
 # kernels (matmul, bench_matmul, quantize_row, f16_to_f32, f32_to_f16, table).
 _testing: types.ModuleType
+kernels: types.ModuleType  # the kernel tables of this build: describe(), table(), built_isas()

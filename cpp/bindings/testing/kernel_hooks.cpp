@@ -181,11 +181,7 @@ void register_kernel_hooks(py::module_& k) {
         py::array_t<uint8_t> out((py::ssize_t)qd::cpu::act_row_bytes(f, cols));
         uint8_t* dst = out.mutable_data();
         std::fill(dst, dst + out.size(), 0);
-        if (t.quantize[(int)f]) {
-          t.quantize[(int)f](x.data(), cols, dst);
-        } else {
-          qd::cpu::quantize_act_row(f, x.data(), cols, dst);
-        }
+        t.quantize[(int)f](x.data(), cols, dst);
         py::dict parts;
         if (f == qd::cpu::ActFormat::q8_0) {
           const qd::cpu::ActQ8_0 a = qd::cpu::act_q8_0(dst, cols);

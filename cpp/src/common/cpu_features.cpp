@@ -67,31 +67,19 @@ CpuFeatures detect() {
   return f;
 }
 
-// Which kernel files this build compiled (set by cpp/src/cpu/CMakeLists.txt).
-bool built_with(Isa isa) {
-  switch (isa) {
-    case Isa::scalar: return true;
-#ifdef QD_HAVE_AVX2_KERNELS
-    case Isa::avx2: return true;
-#endif
-#ifdef QD_HAVE_AVX512_KERNELS
-    case Isa::avx512: return true;
-#endif
-#ifdef QD_HAVE_NEON_KERNELS
-    case Isa::neon: return true;
-#endif
-    default: return false;
-  }
-}
+// Every ISA, from the least to the most capable on each architecture: the best available is the last.
+constexpr Isa kAllIsas[] = {Isa::scalar, Isa::neon, Isa::neon_dot, Isa::avx2, Isa::avx2_vnni, Isa::avx512};
 
 bool cpu_can_run(Isa isa) {
   const CpuFeatures& f = cpu_features();
+  const bool avx2 = f.avx2 && f.fma && f.f16c;
   switch (isa) {
     case Isa::scalar: return true;
-    case Isa::avx2: return f.avx2 && f.fma && f.f16c;
-    case Isa::avx512:
-      return f.avx2 && f.fma && f.f16c && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && f.avx512vnni;
-    case Isa::neon: return f.neon;  // kernels_neon() adds SDOT where f.dotprod
+    case Isa::avx2: return avx2;
+    case Isa::avx2_vnni: return avx2 && f.avx_vnni;
+    case Isa::avx512: return avx2 && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && f.avx512vnni;
+    case Isa::neon: return f.neon;
+    case Isa::neon_dot: return f.neon && f.dotprod;
   }
   return false;
 }
@@ -100,7 +88,7 @@ Isa choose() {
   const char* forced = std::getenv("QD_FORCE_ISA");
   if (forced && *forced) {
     const Isa isa = parse_isa(forced);
-    if (!built_with(isa)) {
+    if (!isa_built(isa)) {
       throw ArgError(std::string("QD_FORCE_ISA=") + forced + ": this build of quickdraft has no " + forced +
                      " kernels (built for another architecture)");
     }
@@ -125,24 +113,51 @@ const char* isa_name(Isa isa) {
   switch (isa) {
     case Isa::scalar: return "scalar";
     case Isa::avx2: return "avx2";
+    case Isa::avx2_vnni: return "avx2_vnni";
     case Isa::avx512: return "avx512";
     case Isa::neon: return "neon";
+    case Isa::neon_dot: return "neon_dot";
   }
   return "?";
 }
 
 Isa parse_isa(const std::string& name) {
-  for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512, Isa::neon}) {
+  for (Isa isa : kAllIsas) {
     if (name == isa_name(isa)) return isa;
   }
-  throw ArgError("unknown ISA '" + name + "': expected scalar, avx2, avx512 or neon");
+  throw ArgError("unknown ISA '" + name + "': expected scalar, avx2, avx2_vnni, avx512, neon or neon_dot");
 }
 
-bool isa_available(Isa isa) { return built_with(isa) && cpu_can_run(isa); }
+// Which kernel files this build compiled (set by cpp/src/cpu/CMakeLists.txt).
+bool isa_built(Isa isa) {
+  switch (isa) {
+    case Isa::scalar: return true;
+#ifdef QD_HAVE_X86_KERNELS
+    case Isa::avx2:
+    case Isa::avx2_vnni:
+    case Isa::avx512: return true;
+#endif
+#ifdef QD_HAVE_ARM_KERNELS
+    case Isa::neon:
+    case Isa::neon_dot: return true;
+#endif
+    default: return false;
+  }
+}
+
+bool isa_available(Isa isa) { return isa_built(isa) && cpu_can_run(isa); }
+
+std::vector<Isa> built_isas() {
+  std::vector<Isa> out;
+  for (Isa isa : kAllIsas) {
+    if (isa_built(isa)) out.push_back(isa);
+  }
+  return out;
+}
 
 std::vector<Isa> available_isas() {
   std::vector<Isa> out;
-  for (Isa isa : {Isa::scalar, Isa::neon, Isa::avx2, Isa::avx512}) {
+  for (Isa isa : kAllIsas) {
     if (isa_available(isa)) out.push_back(isa);
   }
   return out;

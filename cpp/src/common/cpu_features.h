@@ -1,14 +1,18 @@
 // CPU feature detection and the one run-time choice of kernel ISA.
 //
 // The ISA is chosen once per process: the best one the CPU can execute, unless the environment
-// variable QD_FORCE_ISA=scalar|avx2|avx512|neon asks for another (tests use it to run every path).
+// variable QD_FORCE_ISA=scalar|avx2|avx2_vnni|avx512|neon|neon_dot asks for another (tests use it
+// to run every path).
 #pragma once
 #include <string>
 #include <vector>
 
 namespace qd {
 
-enum class Isa { scalar = 0, avx2 = 1, avx512 = 2, neon = 3 };
+// scalar: the reference kernels, every CPU. avx2: AVX2 + FMA + F16C. avx2_vnni: avx2 plus the
+// VEX-encoded 256-bit VNNI dot product (AVX-VNNI: Intel Alder Lake and later). avx512: F, BW, VL,
+// DQ and VNNI. neon: plain armv8-a. neon_dot: armv8.2-a with the SDOT dot product (asimddp).
+enum class Isa { scalar, avx2, avx2_vnni, avx512, neon, neon_dot };
 
 struct CpuFeatures {
   bool avx2 = false, fma = false, f16c = false;
@@ -24,11 +28,17 @@ const CpuFeatures& cpu_features();
 
 const char* isa_name(Isa isa);
 
-// Parses "scalar", "avx2", "avx512", "neon"; throws ArgError naming the valid choices.
+// Parses an isa_name(); throws ArgError naming the valid choices.
 Isa parse_isa(const std::string& name);
+
+// True when this build has kernels for `isa` (whether or not this CPU can execute them).
+bool isa_built(Isa isa);
 
 // True when this build has kernels for `isa` AND this CPU can execute them.
 bool isa_available(Isa isa);
+
+// Every ISA this build has kernels for, scalar first.
+std::vector<Isa> built_isas();
 
 // Every ISA usable here, scalar first.
 std::vector<Isa> available_isas();

@@ -1,8 +1,8 @@
 #include "common/thread_pool.h"
 
+// A spin-wait hint to the core (x86 PAUSE, ARM YIELD), written as inline assembly: no ISA header.
 #if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define QD_PAUSE() _mm_pause()
+#define QD_PAUSE() asm volatile("pause")
 #elif defined(__aarch64__)
 #define QD_PAUSE() asm volatile("yield")
 #else

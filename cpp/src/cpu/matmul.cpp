@@ -1,6 +1,5 @@
-// matmul(): picks the ISA's kernel for the weight type, quantizes the activations once (one row
-// at a time), and splits the weight rows across the thread pool. Types without a quantized kernel
-// fall back to "dequantize a weight row, f32 dot" (dequantize_row below).
+// matmul(): picks the ISA's kernel for the weight type (cpu/kernels.h), quantizes the activations
+// once (one row at a time), and splits the weight rows across the thread pool.
 #include "cpu/matmul.h"
 
 #include <algorithm>
@@ -9,10 +8,9 @@
 
 #include "common/error.h"
 #include "cpu/act_layout.h"
-#include "cpu/convert.h"
 #include "cpu/kernels.h"
 #include "cpu/repack.h"
-#include "quant/fp16.h"
+#include "cpu/scalar/kernels.h"
 #include "quant/quant_types.h"
 
 namespace qd::cpu {
@@ -23,28 +21,6 @@ const quant::TypeTraits& traits_or_throw(uint32_t type) {
   const quant::TypeTraits* t = quant::type_traits(type);
   if (!t) throw UnsupportedError("matmul: unknown GGML type id " + std::to_string(type));
   return *t;
-}
-
-// Same fixed order as the scalar f32 kernel: 8 partial sums, then a fixed pairwise reduction.
-float dot_f32(const float* a, const float* b, int64_t n) {
-  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  for (int64_t i = 0; i < n; i++) acc[i & 7] += a[i] * b[i];
-  return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-}
-
-// Fallback for types without an integer kernel: dequantize each weight row once, dot it with
-// every (f32) activation row.
-void gemm_dequant(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t act_stride, int64_t n,
-                  float* y, int64_t ldy) {
-  const quant::TypeTraits& t = traits_or_throw(w.type);
-  thread_local std::vector<float> row;
-  row.resize((size_t)w.cols);
-  for (int64_t r = r0; r < r1; r++) {
-    t.to_float(w.data + (size_t)r * w.row_bytes, row.data(), w.cols);
-    for (int64_t i = 0; i < n; i++) {
-      y[i * ldy + r] = dot_f32(row.data(), (const float*)(act + (size_t)i * act_stride), w.cols);
-    }
-  }
 }
 
 // Weights in the rows8 layout on an ISA without a rows8 kernel for their type: each row back to
@@ -68,10 +44,15 @@ void gemm_rows8_by_row(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* a
 
 GemmKernel find_gguf_kernel(const KernelTable& table, const Matrix& w) {
   const quant::TypeTraits& t = traits_or_throw(w.type);
-  if (w.type < kMaxTypeId && table.gemm[w.type].fn) return table.gemm[w.type];
-  if (w.type < kMaxTypeId && kernels_scalar().gemm[w.type].fn) return kernels_scalar().gemm[w.type];
-  if (t.to_float) return {gemm_dequant, ActFormat::f32};
-  throw UnsupportedError(std::string("matmul: weight type ") + t.name + " is not supported");
+  const GemmKernel k = w.type < kMaxTypeId ? table.gemm[w.type] : GemmKernel{};
+  if (!t.to_float || k.fn == scalar::gemm_unsupported) {
+    throw UnsupportedError(std::string("matmul: weight type ") + t.name + " is not supported");
+  }
+  if (!k.fn) {
+    throw UnsupportedError(std::string("matmul: the ") + isa_name(table.isa) + " kernel table has no entry for " +
+                           t.name);
+  }
+  return k;
 }
 
 // The kernel for w and, for a rows8 matrix served row by row, the GGUF-layout kernel behind it.
@@ -96,8 +77,7 @@ void check_shape(const Matrix& w) {
 // Rows per task: enough tasks to balance the threads, and few enough bytes per task that the
 // kernels' repeated passes over the task's weights (one per tile of activation rows) hit L2.
 // Decode and verify batches (a tile or two) barely reuse weights: there long tasks win, each
-// thread streaming one long run of rows (Qwen2.5-Coder-1.5B decode, 2 threads: 128 KB tasks
-// 23.4-25.1 ms a token, 512 KB 21.0-24.1, 1 MB 20.5-20.9, 4 MB 20.8-21.1, interleaved runs).
+// thread streaming one long run of rows.
 int64_t rows_per_task(const Matrix& w, int n_threads, int64_t n) {
   if (w.layout == Layout::rows8) {  // whole groups of 8 rows
     const int64_t by_balance = (w.rows + 32 * n_threads - 1) / (32 * n_threads) * 8;
@@ -122,22 +102,6 @@ uint8_t* act_scratch(size_t bytes) {
 }
 
 }  // namespace
-
-const KernelTable& kernel_table(Isa isa) {
-  if (!isa_available(isa)) throw ArgError(std::string("ISA ") + isa_name(isa) + " is not available on this CPU/build");
-  switch (isa) {
-#ifdef QD_HAVE_AVX2_KERNELS
-    case Isa::avx2: return kernels_avx2();
-#endif
-#ifdef QD_HAVE_AVX512_KERNELS
-    case Isa::avx512: return kernels_avx512();
-#endif
-#ifdef QD_HAVE_NEON_KERNELS
-    case Isa::neon: return kernels_neon();
-#endif
-    default: return kernels_scalar();
-  }
-}
 
 void dequantize_row(const Matrix& w, int64_t r, float* dst) {
   const quant::TypeTraits& t = traits_or_throw(w.type);
@@ -167,16 +131,8 @@ void matmul_impl(const Matrix& w, const float* x, int64_t n, float* y, int64_t l
   if (k.act != ActFormat::f32) {
     stride = act_row_bytes(k.act, w.cols);
     uint8_t* q = act_scratch(stride * (size_t)n);
-    const QuantizeRowFn simd = table.quantize[(int)k.act];
-    auto quantize = [&](int i) {
-      const float* xi = x + (size_t)i * w.cols;
-      uint8_t* qi = q + (size_t)i * stride;
-      if (simd) {
-        simd(xi, w.cols, qi);
-      } else {
-        quantize_act_row(k.act, xi, w.cols, qi);
-      }
-    };
+    const QuantizeRowFn quantize_row = table.quantize[(int)k.act];
+    auto quantize = [&](int i) { quantize_row(x + (size_t)i * w.cols, w.cols, q + (size_t)i * stride); };
     if (n * w.cols <= 32768) {  // a few microseconds: cheaper than waking the pool for it
       for (int i = 0; i < (int)n; i++) quantize(i);
     } else {
@@ -209,28 +165,6 @@ void matmul(const Matrix& w, const float* x, int64_t n, float* y, ThreadPool& po
 void matmul(const Matrix& w, const float* x, int64_t n, float* y, int64_t ldy, ThreadPool& pool) {
   matmul_impl(w, x, n, y, ldy, pool, active_isa());
 }
-
-void fp16_to_fp32_row(const uint16_t* src, float* dst, int64_t n, Isa isa) {
-  const HalfToFloatFn f = kernel_table(isa).half_to_float;
-  if (f) {
-    f(src, dst, n);
-  } else {
-    for (int64_t i = 0; i < n; i++) dst[i] = fp16_to_f32(src[i]);
-  }
-}
-
-void fp32_to_fp16_row(const float* src, uint16_t* dst, int64_t n, Isa isa) {
-  const FloatToHalfFn f = kernel_table(isa).float_to_half;
-  if (f) {
-    f(src, dst, n);
-  } else {
-    for (int64_t i = 0; i < n; i++) dst[i] = f32_to_fp16(src[i]);
-  }
-}
-
-void fp16_to_fp32_row(const uint16_t* src, float* dst, int64_t n) { fp16_to_fp32_row(src, dst, n, active_isa()); }
-
-void fp32_to_fp16_row(const float* src, uint16_t* dst, int64_t n) { fp32_to_fp16_row(src, dst, n, active_isa()); }
 
 void matmul(const Matrix& w, const float* x, int64_t n, float* y, ThreadPool& pool) {
   matmul(w, x, n, y, pool, active_isa());

@@ -3,12 +3,12 @@
 // Contract (batch invariance, see DESIGN.md): y[i][r] depends only on x[i] and weight row r,
 // computed in one fixed reduction order, whatever n and the thread count are (on a given ISA;
 // ISAs differ in the last bits). On AVX-512 that order is llama.cpp's prompt path's for Q4_1,
-// Q5_1, Q5_0, Q8_0 and the K-quants but Q2_K (x86_avx512_lane8.h, x86_avx512_krows.h).
+// Q5_1, Q5_0, Q8_0 and the K-quants but Q2_K (x86/avx512/q4_1_q5_q8_0.h, x86/avx512/k_quants.h).
 //
 // Numerics: for quantized weights each activation row is first quantized to 8 bits per value,
 // per block (Q8_0 blocks of 32 for the 32-element types, Q8_K blocks of 256 for the K-quants),
 // as llama.cpp does; each value moves by at most amax(block) / 254. F32/F16/BF16 weights and
-// types without an integer kernel use f32 activations. Kernels: cpu/kernels.h.
+// types without an integer kernel use f32 activations. Kernels: the table of cpu/kernels.h.
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -4,12 +4,8 @@
 #include <cmath>
 #include <vector>
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
-#endif
-
-#include "common/cpu_features.h"
 #include "cpu/convert.h"
+#include "cpu/kernels.h"
 #include "quant/fp16.h"
 
 namespace qd::model {
@@ -78,7 +74,6 @@ void softcap(float* x, float cap, int64_t n) {
   for (int64_t i = 0; i < n; i++) x[i] = cap * std::tanh(x[i] * inv);
 }
 
-
 void gelu_tanh_mul(float* gate, const float* up, int64_t n) {
   const uint16_t* table = gelu_table();
   uint16_t h[256];
@@ -96,51 +91,11 @@ void gelu_tanh_mul(float* gate, const float* up, int64_t n) {
   }
 }
 
-namespace {
-
-template <class Fma>
-inline __attribute__((always_inline)) void rope_rows(float* x, int n_rows, int n_heads, int head_dim, int n_rot,
-                                                      bool neox, const float* cos, const float* sin, Fma fma) {
-  const int half = n_rot / 2;
-  // NEOX pairs element i with i + n_rot/2; normal mode pairs neighbours 2i and 2i+1.
-  const int stride = neox ? half : 1;
-  const int step = neox ? 1 : 2;
-  for (int r = 0; r < n_rows; r++) {
-    const float* c = cos + (int64_t)r * half;
-    const float* s = sin + (int64_t)r * half;
-    for (int h = 0; h < n_heads; h++) {
-      float* xh = x + ((int64_t)r * n_heads + h) * head_dim;
-      for (int i = 0; i < half; i++) {
-        float* a = xh + i * step;
-        float* b = a + stride;
-        const float x0 = *a, x1 = *b;
-        // ggml's rotate_pairs as GCC contracts it (-march=native): one product rounded, the
-        // other fused.
-        *a = fma(x0, c[i], -(x1 * s[i]));
-        *b = fma(x0, s[i], x1 * c[i]);
-      }
-    }
-  }
-}
-
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-// The same values; compiled for FMA, std::fma is one instruction instead of a library call.
-__attribute__((target("fma"))) void rope_rows_fma(float* x, int n_rows, int n_heads, int head_dim, int n_rot,
-                                                  bool neox, const float* cos, const float* sin) {
-  rope_rows(x, n_rows, n_heads, head_dim, n_rot, neox, cos, sin, [](float a, float b, float c) __attribute__((target("fma"))) {
-    return _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(a), _mm_set_ss(b), _mm_set_ss(c)));
-  });
-}
-#endif
-
-}  // namespace
+void silu_mul(float* gate, const float* up, int64_t n) { cpu::active_kernels().silu_mul(gate, up, n); }
 
 void rope(float* x, int n_rows, int n_heads, int head_dim, int n_rot, bool neox, const float* cos,
           const float* sin) {
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  if (cpu_features().fma) return rope_rows_fma(x, n_rows, n_heads, head_dim, n_rot, neox, cos, sin);
-#endif
-  rope_rows(x, n_rows, n_heads, head_dim, n_rot, neox, cos, sin, [](float a, float b, float c) { return std::fma(a, b, c); });
+  cpu::active_kernels().rope(x, n_rows, n_heads, head_dim, n_rot, neox, cos, sin);
 }
 
 }  // namespace qd::model

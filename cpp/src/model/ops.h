@@ -1,6 +1,7 @@
 // Row-wise kernels of the forward pass besides matmul. Each output row depends only on its own
 // input row and is reduced in one fixed order, so results do not depend on the batch or threads.
-// Written plainly so the compiler can vectorise them; the matmuls dominate the time anyway.
+// silu_mul and rope run the active ISA's kernels (cpu/kernels.h); the others are written plainly
+// (the matmuls dominate the time).
 #pragma once
 #include <cstdint>
 

@@ -4,12 +4,12 @@
 //
 // The order per (weight row, activation row) is fixed by the block order and the same for every
 // tile height R: the integer sums of a block are exact, then one or two FMAs per block into one
-// float accumulator per activation row. Include rules: see cpu/x86_common.h.
+// float accumulator per activation row. Include rules: see cpu/x86/common.h.
 #pragma once
 #include <cstring>
 
 #include "cpu/act_layout.h"
-#include "cpu/x86_common.h"
+#include "cpu/x86/common.h"
 
 namespace qd::cpu {
 namespace {

@@ -1,22 +1,24 @@
-// AVX-512 VNNI kernels for Q4_1, Q5_1, Q5_0 and Q8_0 in llama.cpp's own order on x86, so that
+// AVX-512 VNNI kernels for Q4_1, Q5_0, Q5_1 and Q8_0 in llama.cpp's own order on x86, so that
 // the logits of a model made of these types match its prompt path bit for bit
 // (ggml_vec_dot_q4_1_q8_1 / _q5_1_q8_1, and tinyBLAS_Q0_AVX for Q5_0 / Q8_0):
 //
 //   per block b: 8 int32 lanes, lane l the exact dot of weights 4l..4l+3 with the activations;
 //                acc[l] = fma(d_w * d_x, float(lane l), acc[l])        (one 8-lane chain)
-//   result:      the hsum tree of hsum_float_8 (x86_common.h hsum), plus for Q4_1 / Q5_1 the
+//   result:      the hsum tree of hsum_float_8 (x86/common.h hsum), plus for Q4_1 / Q5_1 the
 //                min term m * sm summed block by block in a scalar chain.
 //
 // Two weight rows share a 512-bit vector (row r in the low 256 bits, r + 1 in the high), each
 // activation block broadcast to both halves. Signed weights go in as unsigned u = w - kOffset,
 // their offset entering exactly as the integer start kOffset * a4 of each lane (a4: the
 // activations' sums of 4). Every (row, column) sees the same operations whatever the tile
-// height R and the row pairing (batch invariance). Include only from kernels_isa_avx512.cpp.
+// height R and the row pairing (batch invariance). Include rules: see x86/common.h.
 #pragma once
 #include <type_traits>
 #include <vector>
 
-#include "cpu/x86_avx512.h"
+#include "cpu/act_layout.h"
+#include "cpu/x86/avx512/common.h"
+#include "cpu/x86/block32_weights.h"
 
 namespace qd::cpu {
 namespace {
@@ -158,17 +160,6 @@ void lane8_gemm(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, siz
   for_each_tile<Tag>(n, [&](auto rc, int64_t i0) {
     lane8_tile<W, decltype(rc)::value>(w, r0, r1, act + (size_t)i0 * stride, stride, y + i0 * ldy, ldy);
   });
-}
-
-// llama.cpp's order for these types (after add_avx512_grouped_kernels, which serves the others).
-template <class Tag>
-void add_avx512_lane8_kernels(KernelTable& t) {
-  using quant::Type;
-  auto set = [&](Type type, GemmRowsFn fn) { t.gemm[(uint32_t)type] = {fn, ActFormat::q8_0}; };
-  set(Type::Q4_1, lane8_gemm<Tag, WQ4_1>);
-  set(Type::Q5_1, lane8_gemm<Tag, WQ5_1>);
-  set(Type::Q5_0, lane8_gemm<Tag, WQ5_0>);
-  set(Type::Q8_0, lane8_gemm<Tag, WQ8_0>);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
-// AVX-512 VNNI kernels for Q4_K, Q5_K and Q6_K in the order llama.cpp's prompt path computes them on
-// x86, so that models made of these types match it bit for bit:
+// AVX-512 VNNI kernels for Q3_K, Q4_K, Q5_K, Q6_K and IQ4_XS against Q8_K activations. Q4_K, Q5_K
+// and Q6_K take the order llama.cpp's prompt path computes them in on x86, so that models made of
+// these types match it bit for bit; Q3_K and IQ4_XS take the tiled order:
 //
 //   Q4_K (ggml_gemm_q4_K_8x8_q8_K, the repacked GEMM): per super-block and pair of sub-blocks
 //        sb = (2k, 2k + 1), the exact integers I = sc_2k dot_2k + sc_2k+1 dot_2k+1 and
@@ -12,12 +13,13 @@
 //          acc = fma(fnmadd(dmin_w, float(s2), float(s1) * d_w), d_x, acc).
 //
 // Vector lanes are weight rows (16 per block), as in llama.cpp's kernels: each row's weights are
-// dotted with the activations in 32-bit lanes (group order, as in x86_avx512_grouped.h), and
+// dotted with the activations in 32-bit lanes (group order, group_order.h), and
 // the lanes of four rows at a time are summed by a transposing reduction that leaves one row per
 // lane. Every (row, column) sees the same operations whatever the tile height R and whichever
-// rows share its block (batch invariance). Include only from kernels_isa_avx512.cpp.
+// rows share its block (batch invariance). Include rules: see x86/common.h.
 #pragma once
-#include "cpu/x86_avx512_grouped.h"
+#include "cpu/act_layout.h"
+#include "cpu/x86/avx512/group_order.h"
 
 namespace qd::cpu {
 namespace {
@@ -319,17 +321,6 @@ void krows_gemm(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, siz
   for_each_tile<Tag>(n, [&](auto rc, int64_t i0) {
     krows_tile<K, decltype(rc)::value>(w, r0, r1, act + (size_t)i0 * stride, stride, y + i0 * ldy, ldy);
   });
-}
-
-// llama.cpp's order for these types.
-template <class Tag>
-void add_avx512_krows_kernels(KernelTable& t) {
-  using quant::Type;
-  t.gemm[(uint32_t)Type::Q4_K] = {krows_gemm<Tag, KRowsQ4K>, ActFormat::q8_K};
-  t.gemm[(uint32_t)Type::Q5_K] = {krows_gemm<Tag, KRowsQ5K>, ActFormat::q8_K};
-  t.gemm[(uint32_t)Type::Q6_K] = {krows_gemm<Tag, KRowsQ6K>, ActFormat::q8_K};
-  t.gemm[(uint32_t)Type::Q3_K] = {krows_gemm<Tag, KRowsQ3K>, ActFormat::q8_K};
-  t.gemm[(uint32_t)Type::IQ4_XS] = {krows_gemm<Tag, KRowsIQ4XS>, ActFormat::q8_K};
 }
 
 }  // namespace

@@ -1,12 +1,14 @@
-// Helpers shared by the x86 kernel files (kernels_isa_avx2.cpp, kernels_isa_avx512.cpp).
+// Helpers shared by the x86 kernel files (cpu/x86/*/*_isa_*.cpp).
 //
-// Include only from an *_isa_*.cpp file, after <immintrin.h>. Everything is in an anonymous
-// namespace on purpose: each ISA file gets its own copy compiled with its own flags, and the
-// linker can never hand the AVX-512 copy of a helper to the AVX2 kernels (or to a CPU without it).
-// The ISA "tag" passed to the templates says what the file may use:
-//   struct Tag { static constexpr bool kVnni; static constexpr int kMaxRows; };
-// kVnni: AVX512-VL VNNI dot products on 256-bit vectors; kMaxRows: activation rows per tile.
+// Include only from an x86 *_isa_*.cpp file or the headers they include. Everything is in an
+// anonymous namespace on purpose: each ISA file gets its own copy compiled with its own flags, and
+// the linker can never hand the AVX-512 copy of a helper to the AVX2 kernels (or to a CPU without
+// it). The ISA "tag" passed to the templates says what the file may use:
+//   struct Tag { static constexpr DotU8S8 kDot; static constexpr int kMaxRows; };
+// kDot: how 256-bit u8 x s8 dot products are computed; kMaxRows: activation rows per tile.
 #pragma once
+#include <immintrin.h>
+
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -35,11 +37,10 @@ inline float hsum128(__m128 s) {
 }
 
 // Software prefetch of the weights a few KB ahead (whole rows ahead, same units): the hardware
-// prefetcher alone lets the weight stream stall the kernels (seen as load misses at each block's
-// first load). Measured on Qwen2.5-Coder-1.5B (Zen, 2 threads): decode 29.7 -> 24 ms a token.
-// Tiles of many activation rows spend longer per byte, and gain from a longer distance. Kernels
-// that walk NW weight rows at once consume NW rows per step: the distance scales with it (one
-// row ahead of a pair is the pair's own second row, already too late).
+// prefetcher alone lets the weight stream stall the kernels at each block's first load. Tiles of
+// many activation rows spend longer per byte, and take a longer distance. Kernels that walk NW
+// weight rows at once consume NW rows per step: the distance scales with it (one row ahead of a
+// pair is the pair's own second row, already too late).
 template <int R, int NW = 1>
 inline const uint8_t* prefetch_row(const Matrix& w, int64_t r) {
   constexpr int64_t kBytes = R <= 2 ? 2048 : 8192;
@@ -53,11 +54,17 @@ inline void prefetch_range(const uint8_t* p, size_t n) {
   for (uintptr_t a = (uintptr_t)p & ~(uintptr_t)63; a < end; a += 64) _mm_prefetch((const char*)a, _MM_HINT_T0);
 }
 
-// Sum of a[k] * b[k] over each group of 4 bytes: u8 x s8 -> 8 x int32. Exact on both paths as
-// long as a pair of products fits int16 (|a| <= 128, |b| <= 127 here).
-template <bool Vnni>
+// How a 256-bit u8 x s8 dot product is computed: AVX2's maddubs + madd, AVX-VNNI's VEX-encoded
+// vpdpbusd (-mavxvnni), or AVX512-VL VNNI's EVEX-encoded one.
+enum class DotU8S8 { maddubs, vnni_vex, vnni_evex };
+
+// Sum of a[k] * b[k] over each group of 4 bytes: u8 x s8 -> 8 x int32. The same integers on every
+// path as long as a pair of products fits int16 (|a| <= 128, |b| <= 127 here).
+template <class Tag>
 inline __m256i dot_u8s8(__m256i a, __m256i b) {
-  if constexpr (Vnni) {
+  if constexpr (Tag::kDot == DotU8S8::vnni_vex) {
+    return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), a, b);
+  } else if constexpr (Tag::kDot == DotU8S8::vnni_evex) {
     return _mm256_dpbusd_epi32(_mm256_setzero_si256(), a, b);
   } else {
     return _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), _mm256_set1_epi16(1));

@@ -1,11 +1,14 @@
-// Activation quantization (scalar, used by every ISA so all ISAs see the same int8 activations).
+// Activation quantization, scalar: the values every ISA's quantizer reproduces bit for bit.
 #include <cmath>
 #include <cstring>
 
 #include "cpu/act_layout.h"
+#include "cpu/scalar/kernels.h"
 #include "quant/fp16.h"
 
 namespace qd::cpu {
+
+namespace scalar {
 
 namespace {
 
@@ -34,6 +37,8 @@ float quantize_block(const float* x, int len, int8_t* q, float* iscale_out) {
 }
 
 inline float round_to_half(float v) { return fp16_to_f32(f32_to_fp16(v)); }
+
+}  // namespace
 
 // llama.cpp's block_q8_0 / block_q8_1 store d as FP16, and its dot products use the rounded d: so
 // do we. s = d * sum (exact in float: 11-bit d times a sum below 2^12) is what the kernels need for
@@ -86,12 +91,12 @@ void quantize_q8_K(const float* x, int64_t cols, uint8_t* dst) {
   act_fill_k_sums(v, cols);
 }
 
-}  // namespace
+}  // namespace scalar
 
 void quantize_act_row(ActFormat f, const float* x, int64_t cols, uint8_t* dst) {
   switch (f) {
-    case ActFormat::q8_0: quantize_q8_0(x, cols, dst); break;
-    case ActFormat::q8_K: quantize_q8_K(x, cols, dst); break;
+    case ActFormat::q8_0: scalar::quantize_q8_0(x, cols, dst); break;
+    case ActFormat::q8_K: scalar::quantize_q8_K(x, cols, dst); break;
     case ActFormat::f32: std::memcpy(dst, x, (size_t)cols * 4); break;
   }
 }

@@ -2,9 +2,9 @@
 // Order per (row, column), identical for every tile height R: columns 16 at a time into two
 // 8-lane accumulators (even / odd 8-column chunks), a lone last chunk of 8 into the first, then
 // a fixed horizontal sum of their sum, then the last cols % 8 columns left to right.
-// Include rules: see x86_common.h.
+// Include rules: see x86/common.h.
 #pragma once
-#include "cpu/x86_common.h"
+#include "cpu/x86/common.h"
 #include "quant/blocks.h"
 
 namespace qd::cpu {

@@ -1,10 +1,10 @@
-// Activation quantization with AVX2. Bit-identical to the scalar quantizer in act_quant.cpp (same
-// amax, multiplier 127 / amax, round-half-even, llama.cpp's scales: Q8_0 d rounded to FP16,
+// Activation quantization with AVX2. Bit-identical to the scalar quantizer (cpu/scalar/act_quant.cpp:
+// same amax, multiplier 127 / amax, round-half-even, llama.cpp's scales: Q8_0 d rounded to FP16,
 // Q8_K d = 1 / multiplier), so every ISA feeds its kernels the same int8 activations. Include
-// rules: see x86_common.h.
+// rules: see x86/common.h.
 #pragma once
 #include "cpu/act_layout.h"
-#include "cpu/x86_common.h"
+#include "cpu/x86/common.h"
 
 namespace qd::cpu {
 namespace {

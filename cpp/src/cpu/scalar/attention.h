@@ -1,0 +1,79 @@
+// The scalar pieces of attention that the SIMD versions share for their tails: exact half ->
+// float, the fixed 8-lane reduction, the exp of the softmax, the 16-lane reduction tree.
+// Everything is in an anonymous namespace: each ISA file that includes this keeps its own copy.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "cpu/kernels.h"
+
+namespace qd::cpu {
+namespace {
+
+// Exact IEEE half -> float without branches; agrees with qd::fp16_to_f32 on all 65,536 inputs
+// (the method of Maratos' FP16 library).
+inline float half_bits_to_float(uint16_t h) {
+  const uint32_t w = (uint32_t)h << 16;
+  const uint32_t sign = w & 0x80000000u;
+  const uint32_t two_w = w + w;
+  const uint32_t nbits = (two_w >> 4) + (0xE0u << 23);
+  float normalized;
+  std::memcpy(&normalized, &nbits, 4);
+  normalized *= 0x1.0p-112f;
+  const uint32_t dbits = (two_w >> 17) | (126u << 23);
+  float denormalized;
+  std::memcpy(&denormalized, &dbits, 4);
+  denormalized -= 0.5f;
+  uint32_t nb, db;
+  std::memcpy(&nb, &normalized, 4);
+  std::memcpy(&db, &denormalized, 4);
+  const uint32_t bits = sign | (two_w < (1u << 27) ? db : nb);
+  float out;
+  std::memcpy(&out, &bits, 4);
+  return out;
+}
+
+inline float reduce8(const float* acc) {
+  return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+}
+
+// exp(x) for x in [-87, 0] (smaller x are clamped: their exp is below 2e-38) with a relative
+// error of a few ulp: x = n ln2 + r, |r| <= ln2/2, e^r by Cephes' degree-6 polynomial, times 2^n.
+// Plain multiplies and adds only, so the scalar and vector versions agree bit for bit.
+constexpr float kLog2e = 1.44269504088896341f, kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;
+constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: adding and subtracting it rounds to an integer
+constexpr float kP0 = 1.9875691500e-4f, kP1 = 1.3981999507e-3f, kP2 = 8.3334519073e-3f, kP3 = 4.1665795894e-2f,
+                kP4 = 1.6666665459e-1f, kP5 = 5.0000001201e-1f;
+
+inline float exp_nonpositive(float x) {
+  x = x < -87.0f ? -87.0f : x;
+  const float n = (x * kLog2e + kRound) - kRound;
+  float r = x - n * kLn2Hi;
+  r = r - n * kLn2Lo;
+  float p = kP0;
+  p = p * r + kP1;
+  p = p * r + kP2;
+  p = p * r + kP3;
+  p = p * r + kP4;
+  p = p * r + kP5;
+  p = (p * (r * r) + r) + 1.0f;
+  const uint32_t bits = (uint32_t)((int32_t)n + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, 4);
+  return p * scale;
+}
+
+// out[d] for d < m, lane l's partial sum of column d at partial[l * stride + d].
+inline void reduce_lanes_strided(const float* partial, int m, int stride, float* out) {
+  for (int d = 0; d < m; d++) {
+    float t[8], u[4];
+    for (int i = 0; i < 8; i++) t[i] = partial[(size_t)(i + 8) * stride + d] + partial[(size_t)i * stride + d];
+    for (int i = 0; i < 4; i++) u[i] = t[i + 4] + t[i];
+    out[d] = (u[0] + u[2]) + (u[1] + u[3]);
+  }
+}
+
+
+}  // namespace
+}  // namespace qd::cpu

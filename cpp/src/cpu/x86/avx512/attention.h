@@ -1,0 +1,139 @@
+// AVX-512 (F, VL, BW, DQ) attention over the F16 KV cache in llama.cpp's orders on this ISA:
+// 16 lanes, its reduction trees and its exp. Include rules: see x86/common.h.
+#pragma once
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+#include "cpu/scalar/attention.h"
+#include "cpu/x86/avx512/expf.h"
+
+namespace qd::cpu::avx512 {
+namespace {
+
+// 16 lanes -> 8 (the two 256-bit halves added).
+inline __m256 fold16(__m512 v) { return _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)); }
+
+// _mm512_reduce_add_ps's tree as GCC writes it (and ggml's tinyBLAS sums with): the 256-bit halves,
+// then the 128-bit halves, then lanes (0 + 2) + (1 + 3). Four sums at once.
+inline __m128 half4(__m512 v) {  // lanes 0 + 2 and 1 + 3 of the 4-lane stage
+  const __m256 t = fold16(v);
+  const __m128 u = _mm_add_ps(_mm256_extractf128_ps(t, 1), _mm256_castps256_ps128(t));
+  return _mm_add_ps(u, _mm_movehl_ps(u, u));
+}
+
+inline __m128 reduce4(__m512 v0, __m512 v1, __m512 v2, __m512 v3) {
+  return _mm_hadd_ps(_mm_movelh_ps(half4(v0), half4(v1)), _mm_movelh_ps(half4(v2), half4(v3)));
+}
+
+// 16 lanes (i % 16), one FMA chain per key, the chains of four keys interleaved: llama.cpp's
+// tinyBLAS order for F16 K against F16-rounded q (whose products are exact in float).
+void scaled_dots(const float* q, const float* k, int rows, int n, float scale, float* out) {
+  const int n16 = n / 16 * 16;
+  auto tail = [&](float sum, const float* kr) {  // the elements past the last 16, then the scale
+    for (int i = n16; i < n; i++) sum += q[i] * kr[i];
+    return sum * scale;
+  };
+  int r = 0;
+  for (; r + 4 <= rows; r += 4) {
+    const float* k0 = k + (size_t)r * n;
+    __m512 v[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    for (int i = 0; i < n16; i += 16) {
+      const __m512 qi = _mm512_loadu_ps(q + i);
+      for (int t = 0; t < 4; t++) v[t] = _mm512_fmadd_ps(_mm512_loadu_ps(k0 + (size_t)t * n + i), qi, v[t]);
+    }
+    const __m128 sums = reduce4(v[0], v[1], v[2], v[3]);
+    if (n16 == n) {
+      _mm_storeu_ps(out + r, _mm_mul_ps(sums, _mm_set1_ps(scale)));
+    } else {
+      alignas(16) float s4[4];
+      _mm_store_ps(s4, sums);
+      for (int t = 0; t < 4; t++) out[r + t] = tail(s4[t], k0 + (size_t)t * n);
+    }
+  }
+  for (; r < rows; r++) {
+    const float* kr = k + (size_t)r * n;
+    __m512 v = _mm512_setzero_ps();
+    for (int i = 0; i < n16; i += 16) v = _mm512_fmadd_ps(_mm512_loadu_ps(kr + i), _mm512_loadu_ps(q + i), v);
+    const __m512 z = _mm512_setzero_ps();
+    out[r] = tail(_mm_cvtss_f32(reduce4(v, z, z, z)), kr);
+  }
+}
+
+// ggml_compute_forward_soft_max_f32 on this ISA: exp(x - max) by 16-lane chunks aligned to key
+// index 0 (x[0] sits in lane `phase`; lanes of keys a query does not see hold exact zeros, as
+// llama.cpp's mask makes them), each chunk's sum in the reduce tree added into a double, then
+// every value times (float)(1 / sum).
+void softmax(float* x, int n, int phase) {
+  __m512 vm = _mm512_set1_ps(x[0]);
+  int j0 = 0;
+  for (; j0 + 16 <= n; j0 += 16) vm = _mm512_max_ps(vm, _mm512_loadu_ps(x + j0));
+  vm = _mm512_max_ps(vm, _mm512_mask_loadu_ps(vm, (__mmask16)((1u << (n - j0)) - 1u), x + j0));
+  const __m512 vmax = _mm512_set1_ps(_mm512_reduce_max_ps(vm));  // max: any order gives the same
+  double sum = 0.0;
+  // chunk c covers x[c - phase .. c - phase + 16), lanes outside [0, n) masked
+  for (int c = 0; c < n + phase; c += 16) {
+    const int lo = c - phase;
+    const uint32_t first = lo < 0 ? (uint32_t)-lo : 0u, last = (uint32_t)std::min(16, n - lo);
+    const __mmask16 k = (__mmask16)(((1u << last) - 1u) & ~((1u << first) - 1u));
+    const float* src = x + lo;  // lanes outside k are neither read nor written
+    const __m512 e = _mm512_maskz_mov_ps(k, ggml_expf512(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, src), vmax)));
+    _mm512_mask_storeu_ps(x + lo, k, e);
+    const __m128 w = half4(e);
+    sum += (double)(_mm_cvtss_f32(w) + _mm_cvtss_f32(_mm_movehdup_ps(w)));
+  }
+  const __m512 inv = _mm512_set1_ps((float)(1.0 / sum));
+  int j = 0;
+  for (; j + 16 <= n; j += 16) _mm512_storeu_ps(x + j, _mm512_mul_ps(_mm512_loadu_ps(x + j), inv));
+  const __mmask16 k = (__mmask16)((1u << (n - j)) - 1u);
+  _mm512_mask_storeu_ps(x + j, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, x + j), inv));
+}
+
+// Lane by lane: the rows of one lane (key index mod 16) summed in registers, 16 columns at a time
+// (up to 256 columns per pass), their partial sums loaded and stored once per call.
+template <int C>
+inline void lane_columns(const float* w, const float* v, int r0, int rows, int n, float* o) {
+  __m512 acc[C];
+  for (int t = 0; t < C; t++) acc[t] = _mm512_loadu_ps(o + 16 * t);
+  for (int r = r0; r < rows; r += kAttentionLanes) {
+    const __m512 wr = _mm512_set1_ps(w[r]);
+    const float* vr = v + (size_t)r * n;
+    for (int t = 0; t < C; t++) acc[t] = _mm512_fmadd_ps(wr, _mm512_loadu_ps(vr + 16 * t), acc[t]);
+  }
+  for (int t = 0; t < C; t++) _mm512_storeu_ps(o + 16 * t, acc[t]);
+}
+
+void weighted_rows_add(const float* w, const float* v, int rows, int n, int lane0, float* partial) {
+  for (int r0 = 0; r0 < rows && r0 < kAttentionLanes; r0++) {
+    float* o = partial + (size_t)((lane0 + r0) % kAttentionLanes) * n;
+    int d = 0;
+    for (; d + 128 <= n; d += 128) lane_columns<8>(w, v + d, r0, rows, n, o + d);
+    if (d + 64 <= n) {
+      lane_columns<4>(w, v + d, r0, rows, n, o + d);
+      d += 64;
+    }
+    for (; d + 16 <= n; d += 16) lane_columns<1>(w, v + d, r0, rows, n, o + d);
+    for (; d < n; d++) {
+      for (int r = r0; r < rows; r += kAttentionLanes) o[d] += w[r] * v[(size_t)r * n + d];
+    }
+  }
+}
+
+// reduce_lanes with 16 columns per step: the same tree, lane by lane.
+void reduce_lanes(const float* partial, int n, float* out) {
+  int d = 0;
+  for (; d + 16 <= n; d += 16) {
+    __m512 t[8];
+    for (int i = 0; i < 8; i++) {
+      t[i] = _mm512_add_ps(_mm512_loadu_ps(partial + (size_t)(i + 8) * n + d), _mm512_loadu_ps(partial + (size_t)i * n + d));
+    }
+    for (int i = 0; i < 4; i++) t[i] = _mm512_add_ps(t[i + 4], t[i]);
+    _mm512_storeu_ps(out + d, _mm512_add_ps(_mm512_add_ps(t[0], t[2]), _mm512_add_ps(t[1], t[3])));
+  }
+  if (d < n) reduce_lanes_strided(partial + d, n - d, n, out + d);
+}
+
+}  // namespace
+}  // namespace qd::cpu::avx512
