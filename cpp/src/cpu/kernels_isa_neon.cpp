@@ -1,6 +1,7 @@
 // NEON kernels for every aarch64 CPU (plain armv8-a: Cortex-A53/A57/A72, i.e. Raspberry Pi 3/4 and
 // Jetson Nano), and the choice between them and the SDOT build (kernels_isa_neon_dot.cpp) for
-// CPUs with asimddp. Both compute bit-identical results (see neon_kernels.h).
+// CPUs with asimddp. Both compute bit-identical results on weights in the GGUF layout (see
+// neon_kernels.h); only the SDOT table has rows8 kernels, so only there are weights repacked.
 #include "common/cpu_features.h"
 #include "cpu/neon_kernels.h"
 

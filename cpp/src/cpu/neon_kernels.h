@@ -7,7 +7,8 @@
 // tile (the skinny GEMM of speculative verification). Integer sums are exact, so lanes may group
 // products any way; the float work per (row, column) is the scalar reference's expression, block
 // by block left to right. So results are bit-identical to kernels_isa_scalar.cpp for every tile
-// height, thread count and dotprod/no-dotprod choice.
+// height, thread count and dotprod/no-dotprod choice. (Weights repacked into the rows8 layout are
+// served by the kernels in cpu/arm/neon/, batch-invariant but in their own order.)
 //
 // Include only from an *_isa_neon*.cpp file: everything is in an anonymous namespace so each file
 // keeps its own copy compiled with its own flags.
