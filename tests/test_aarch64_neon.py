@@ -95,3 +95,13 @@ def test_neon_table_sets_only_its_own_entries():
     assert not table["half_to_float"] and not table["float_to_half"]
     assert table["quantize"] == [False, False, False]
 
+
+ROWS8_TYPES = [T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.Q4_K, T.Q6_K]
+
+
+def test_only_the_sdot_table_repacks():
+    """The rows8 kernels (cpu/arm/neon/) are SDOT kernels: weights are repacked at load on a CPU
+    with asimddp and stay in the GGUF layout without it (Cortex-A72)."""
+    dot = _core.cpu_features()["asimddp"]
+    assert {t.name: _core._testing.kernels.repacks(int(t), "neon") for t in ROWS8_TYPES} == \
+        {t.name: dot for t in ROWS8_TYPES}

@@ -2,8 +2,9 @@
 // against Q8_0 activations, NEON with SDOT.
 //
 // Per block and activation row: the 8 k-groups of the unsigned 4/5-bit values (Q8_0's signed
-// values as they are) by SDOT into int32; then acc += d * xd * S, plus the offset (Q4_1/Q5_1's m,
-// Q4_0's -8 d, Q5_0's -16 d) times the activation block's d * sum: two FMAs per block.
+// values as they are) by SDOT into int32; then acc += d * xd * S, plus the offset times an
+// activation block sum: Q4_0's -8 d and Q5_0's -16 d times d * sum (s), Q4_1/Q5_1's m times
+// llama.cpp's FP16-rounded block_q8_1 sum (sm, as the GGUF-layout kernels): two FMAs per block.
 #pragma once
 #include "cpu/arm/neon/rows8_common.h"
 
@@ -60,10 +61,10 @@ void q32_rows8_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act,
       const uint8_t* blk = group + (size_t)b * kBlock;
       int32x4_t isum_lo[R], isum_hi[R];
       for (int j = 0; j < R; j++) isum_lo[j] = isum_hi[j] = vdupq_n_s32(0);
-      rows8_unroll<2>([&](auto h) {  // activation register h: k-groups 4h .. 4h + 3
+      rows8_unroll<2>([&](auto h) QD_ROWS8_INLINE {  // activation register h: k-groups 4h .. 4h + 3
         int8x16_t xv[R];
         for (int j = 0; j < R; j++) xv[j] = vld1q_s8(x[j].qs + 32 * b + 16 * h);
-        rows8_unroll<4>([&](auto l) {
+        rows8_unroll<4>([&](auto l) QD_ROWS8_INLINE {
           constexpr int C = 4 * decltype(h)::value + decltype(l)::value;
           const int8x16_t v0 = q32_rows8_values<F, C, 0>(blk), v1 = q32_rows8_values<F, C, 1>(blk);
           for (int j = 0; j < R; j++) {
@@ -86,8 +87,9 @@ void q32_rows8_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act,
         acc_lo[j] = vfmaq_f32(acc_lo[j], vmulq_n_f32(d_lo, xd), vcvtq_f32_s32(isum_lo[j]));
         acc_hi[j] = vfmaq_f32(acc_hi[j], vmulq_n_f32(d_hi, xd), vcvtq_f32_s32(isum_hi[j]));
         if constexpr (F::kHalves == 2 || F::kOffset != 0.f) {
-          acc_lo[j] = vfmaq_n_f32(acc_lo[j], off_lo, x[j].s[b]);
-          acc_hi[j] = vfmaq_n_f32(acc_hi[j], off_hi, x[j].s[b]);
+          const float xs = F::kHalves == 2 ? x[j].sm[b] : x[j].s[b];
+          acc_lo[j] = vfmaq_n_f32(acc_lo[j], off_lo, xs);
+          acc_hi[j] = vfmaq_n_f32(acc_hi[j], off_hi, xs);
         }
       }
     }

@@ -12,50 +12,43 @@ namespace {
 
 constexpr size_t kQ6KRows8Block = 1680;
 
-// The 6-bit values of vector (t, g), rows 0-3 (Half 0) or 4-7 (Half 1), low (High = false:
-// elements 64t + 4g + i) or high part (elements 64t + 32 + 4g + i): the nibble from the lo
-// plane, two bits from field 2 (t & 1) + High of the hi plane, moved to bits 4..5.
-template <int T, bool High, int Half>
-inline int8x16_t q6k_rows8_values(const uint8_t* blk, int g) {
-  const uint8x16_t lo = vld1q_u8(blk + 144 + 32 * (8 * T + g) + 16 * Half);
-  const uint8x16_t hi = vld1q_u8(blk + 1168 + 32 * (8 * (T / 2) + g) + 16 * Half);
-  const uint8x16_t nib = High ? vshrq_n_u8(lo, 4) : vandq_u8(lo, vdupq_n_u8(15));
-  constexpr int field = 2 * (T & 1) + (High ? 1 : 0);
-  uint8x16_t h2;
-  if constexpr (field == 0) {
-    h2 = vshlq_n_u8(hi, 4);
-  } else if constexpr (field == 1) {
-    h2 = vshlq_n_u8(hi, 2);
-  } else if constexpr (field == 2) {
-    h2 = hi;
-  } else {
-    h2 = vshrq_n_u8(hi, 2);
-  }
-  return vreinterpretq_s8_u8(vorrq_u8(nib, vandq_u8(h2, vdupq_n_u8(0x30))));
-}
-
-// Group G = 4T + 2 High + Q of block b (k-groups 4Q .. 4Q + 3 of part High of chunk T) into isum.
-template <class Tag, int R, int T, bool High, int Q>
-inline void q6k_rows8_group(const uint8_t* blk, const ActQ8_K* x, int64_t b, int32x4_t* isum_lo,
-                            int32x4_t* isum_hi) {
-  constexpr int G = 4 * T + 2 * (High ? 1 : 0) + Q;
-  // scales pair u = G / 2: byte 2r + (G & 1) of the 16 at 16 + 16u is row r's scale
-  const int8x16_t pair = vld1q_s8((const int8_t*)blk + 16 + 16 * (G / 2));
-  const int16x8_t sc16 = vmovl_s8(vget_low_s8((G & 1) ? vuzp2q_s8(pair, pair) : vuzp1q_s8(pair, pair)));
+// Group G of block b (16 weights: elements 16G .. 16G + 15, which are k-groups 4q .. 4q + 3 of
+// part H = (G / 2) & 1 of chunk t = G / 4, q = G & 1) into isum. Each 6-bit value is the nibble
+// H of its lo-plane byte and field 2 (t & 1) + H of its hi-plane byte, moved to bits 4..5; the
+// shifts are run-time vector shifts, so that the caller's loop over G stays a loop (one group's
+// registers live at a time).
+template <class Tag, int R>
+QD_ROWS8_INLINE inline void q6k_rows8_group(const uint8_t* blk, int G, const ActQ8_K* x, int64_t b,
+                                            int32x4_t* isum_lo, int32x4_t* isum_hi) {
+  const int t = G / 4, H = (G / 2) & 1, q = G & 1;
+  const int field = 2 * (t & 1) + H;
+  const int8x16_t nib_shift = vdupq_n_s8((int8_t)(-4 * H));         // negative: shift right
+  const int8x16_t hi_shift = vdupq_n_s8((int8_t)(4 - 2 * field));  // bits 2f, 2f + 1 to 4, 5
+  const uint8x16_t m4 = vdupq_n_u8(15), m30 = vdupq_n_u8(0x30);
+  // scales pair G / 2 holds byte 2r + (G & 1) = row r's scale of group G: the even bytes from (G & 1)
+  const int8x16_t pair = vld1q_s8((const int8_t*)blk + 16 + 16 * (G / 2) + (G & 1));
+  const int16x8_t sc16 = vmovl_s8(vget_low_s8(vuzp1q_s8(pair, pair)));
   const int32x4_t sc_lo = vmovl_s16(vget_low_s16(sc16)), sc_hi = vmovl_high_s16(sc16);
   int32x4_t s_lo[R], s_hi[R];
   int8x16_t xv[R];
   for (int j = 0; j < R; j++) {
-    // osg16 is in group-of-16 lane order: p = 4 (G % 4) + G / 4 holds group G
+    // the -32 as the start of the sum; osg16's lane p = 4 (G % 4) + G / 4 holds group G
     s_lo[j] = s_hi[j] = vld1q_dup_s32(x[j].osg16 + 16 * b + 4 * (G % 4) + G / 4);
     xv[j] = vld1q_s8(x[j].qs + 256 * b + 16 * G);
   }
-  rows8_unroll<4>([&](auto l) {
-    const int g = 4 * Q + decltype(l)::value;
-    const int8x16_t v0 = q6k_rows8_values<T, High, 0>(blk, g), v1 = q6k_rows8_values<T, High, 1>(blk, g);
+  const uint8_t* lo = blk + 144 + 32 * (8 * t + 4 * q);
+  const uint8_t* hi = blk + 1168 + 32 * (8 * (t / 2) + 4 * q);
+  rows8_unroll<4>([&](auto l) QD_ROWS8_INLINE {  // k-group 4q + l
+    constexpr int L = decltype(l)::value;
+    int8x16_t v[2];
+    for (int half = 0; half < 2; half++) {  // rows 0-3, rows 4-7
+      const uint8x16_t nib = vandq_u8(vshlq_u8(vld1q_u8(lo + 32 * L + 16 * half), nib_shift), m4);
+      const uint8x16_t h2 = vandq_u8(vshlq_u8(vld1q_u8(hi + 32 * L + 16 * half), hi_shift), m30);
+      v[half] = vreinterpretq_s8_u8(vorrq_u8(nib, h2));
+    }
     for (int j = 0; j < R; j++) {
-      s_lo[j] = rows8_dot<Tag, decltype(l)::value>(s_lo[j], v0, xv[j]);
-      s_hi[j] = rows8_dot<Tag, decltype(l)::value>(s_hi[j], v1, xv[j]);
+      s_lo[j] = rows8_dot<Tag, L>(s_lo[j], v[0], xv[j]);
+      s_hi[j] = rows8_dot<Tag, L>(s_hi[j], v[1], xv[j]);
     }
   });
   for (int j = 0; j < R; j++) {
@@ -78,13 +71,7 @@ void q6k_rows8_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act,
       const uint8_t* blk = group + (size_t)b * kQ6KRows8Block;
       int32x4_t isum_lo[R], isum_hi[R];
       for (int j = 0; j < R; j++) isum_lo[j] = isum_hi[j] = vdupq_n_s32(0);
-      rows8_unroll<4>([&](auto t) {  // chunk t: elements 64t .. 64t + 63, groups 4t .. 4t + 3
-        constexpr int T = decltype(t)::value;
-        q6k_rows8_group<Tag, R, T, false, 0>(blk, x, b, isum_lo, isum_hi);
-        q6k_rows8_group<Tag, R, T, false, 1>(blk, x, b, isum_lo, isum_hi);
-        q6k_rows8_group<Tag, R, T, true, 0>(blk, x, b, isum_lo, isum_hi);
-        q6k_rows8_group<Tag, R, T, true, 1>(blk, x, b, isum_lo, isum_hi);
-      });
+      for (int G = 0; G < 16; G++) q6k_rows8_group<Tag, R>(blk, G, x, b, isum_lo, isum_hi);
       const float32x4_t d_lo = rows8_f16x4(blk), d_hi = rows8_f16x4(blk + 8);
       for (int j = 0; j < R; j++) {
         const float xd = x[j].d[b];

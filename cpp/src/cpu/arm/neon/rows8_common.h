@@ -23,14 +23,18 @@
 namespace qd::cpu {
 namespace {
 
-// Calls f(std::integral_constant<int, i>{}) for i = 0 .. N-1: lane numbers and shifts must be
-// compile-time constants.
+// On the lambdas of rows8_unroll: GCC's inliner otherwise gives up on some of them inside the
+// large tile functions, and their register arrays then go through memory.
+#define QD_ROWS8_INLINE __attribute__((always_inline))
+
+// Calls f(std::integral_constant<int, i>{}) for i = 0 .. N-1: lane numbers must be compile-time
+// constants.
 template <class F, int... I>
-inline void rows8_unroll_impl(F&& f, std::integer_sequence<int, I...>) {
+QD_ROWS8_INLINE inline void rows8_unroll_impl(F&& f, std::integer_sequence<int, I...>) {
   (f(std::integral_constant<int, I>{}), ...);
 }
 template <int N, class F>
-inline void rows8_unroll(F&& f) {
+QD_ROWS8_INLINE inline void rows8_unroll(F&& f) {
   rows8_unroll_impl(f, std::make_integer_sequence<int, N>{});
 }
 
