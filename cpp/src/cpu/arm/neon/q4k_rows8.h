@@ -17,8 +17,8 @@ constexpr size_t kQ4KRows8Block = 1184;
 // scales, into isum. The nibble shift is a run-time vector shift, so that the caller's loop over
 // s stays a loop: one sub-block's registers live at a time.
 template <class Tag, int R>
-QD_ROWS8_INLINE inline void q4k_rows8_sub(const uint8_t* blk, int s, const int8_t* const* xq, int32x4_t* isum_lo,
-                          int32x4_t* isum_hi) {
+QD_ROWS8_INLINE inline void q4k_rows8_sub(const uint8_t* blk, int s, const int8_t* const* xq,
+                                          int32x4_t* isum_lo, int32x4_t* isum_hi) {
   const uint8_t* qv = blk + 160 + 256 * (s / 2);
   const uint8x16_t m4 = vdupq_n_u8(15);
   const int8x16_t shift = vdupq_n_s8((int8_t)(-4 * (s & 1)));  // negative: shift right
