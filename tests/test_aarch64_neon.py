@@ -85,5 +85,16 @@ def test_neon_bit_identical_to_scalar(t):
     ref = _core._testing.kernels.matmul(w, int(t), rows, cols, x, isa="scalar", threads=1)
     for isa in [i for i in _core.isa_available() if i.startswith("neon")]:
         for threads in (1, 3):
-            y = _core._testing.kernels.matmul(w, int(t), rows, cols, x, isa=isa, threads=threads)
+            y = _core._testing.kernels.matmul(w, int(t), rows, cols, x, isa=isa, threads=threads, layout="gguf")
             np.testing.assert_array_equal(y, ref, err_msg=isa)
+
+
+ROWS8_TYPES = [T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.Q4_K, T.Q6_K]
+
+
+def test_only_the_sdot_table_repacks():
+    """The rows8 kernels (cpu/arm/neon/*_rows8.h) are SDOT kernels: neon_dot repacks these types
+    at load, plain neon keeps the GGUF layout."""
+    assert not any(_core._testing.kernels.repacks(int(t), "neon") for t in ROWS8_TYPES)
+    if "neon_dot" in _core.isa_available():
+        assert all(_core._testing.kernels.repacks(int(t), "neon_dot") for t in ROWS8_TYPES)

@@ -3,8 +3,10 @@
 //
 // Per block and activation row: the unsigned 4/5-bit values' vpmaddubsw products summed in int16
 // (at most 16 products of 15 * 127, or 8 of 31 * 127, per lane), or the signed values of Q8_0
-// and IQ4_NL (its codebook) through the sign trick one k-group at a time; then acc += d * xd * S, plus the offset (Q4_1/Q5_1's m,
-// Q4_0's -8 d, Q5_0's -16 d) times the activation block's d * sum: two FMAs per block.
+// and IQ4_NL (its codebook) through the sign trick one k-group at a time; then acc += d * xd * S,
+// plus the offset times an activation block sum: Q4_0's -8 d and Q5_0's -16 d times d * sum (s),
+// Q4_1/Q5_1's m times llama.cpp's FP16-rounded block_q8_1 sum (sm, as the GGUF-layout kernels):
+// two FMAs per block.
 #pragma once
 #include "cpu/x86/avx2/rows8_common.h"
 #include "quant/blocks.h"
@@ -110,7 +112,7 @@ void q32_rows8_tile(const Matrix& w, int64_t r0, int64_t r1, const ActQ8_0* x, f
       }
       for (int j = 0; j < R; j++) {
         acc[j] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(x[j].d[b])), _mm256_cvtepi32_ps(isum[j]), acc[j]);
-        if constexpr (F::kHalves == 2 || F::kOffset != 0.f) acc[j] = _mm256_fmadd_ps(off, _mm256_set1_ps(x[j].s[b]), acc[j]);
+        if constexpr (F::kHalves == 2 || F::kOffset != 0.f) acc[j] = _mm256_fmadd_ps(off, _mm256_set1_ps(F::kHalves == 2 ? x[j].sm[b] : x[j].s[b]), acc[j]);
       }
     }
     for (int j = 0; j < R; j++) rows8_store(y + j * ldy, r, r1, acc[j]);
