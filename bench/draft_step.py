@@ -38,7 +38,9 @@ def main(argv=None) -> int:
     p.add_argument("--quant", default="none,q4_0")
     p.add_argument("--head", default="32768", help="draft head sizes (0: the full output layer)")
     p.add_argument("--skip", default="", help="';'-separated layer sets the draft skips")
-    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--threads", type=int, default=1,
+                   help="threads per context (every configuration has its own context and pool: with more "
+                        "than one, idle pools' workers compete with the one being timed)")
     p.add_argument("--pos", type=int, default=128, help="context length at which a step is timed")
     p.add_argument("--reps", type=int, default=15)
     args = p.parse_args(argv)

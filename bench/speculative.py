@@ -77,7 +77,7 @@ def run(args) -> list[dict]:
         for suffix, levers in variants:
             engines[drafter + suffix] = Engine(args.target, draft=drafter_arg(drafter, args.draft), n_ctx=args.n_ctx,
                                                threads=args.threads, draft_max=args.draft_max, p_min=args.p_min,
-                                               **levers)
+                                               adaptive=not args.fixed, **levers)
     kw = dict(max_tokens=args.max_tokens, temperature=args.temperature, seed=args.seed, ignore_eos=True)
     for engine in engines.values():
         engine.generate("Hello", **{**kw, "max_tokens": 4})  # warm-up: page cache, thread pools
@@ -115,7 +115,7 @@ def print_table(rows, args) -> None:
     plain = {r["prompt"]: r["tps"] for r in rows if r["drafter"] == "none"}
     plain_text = {r["prompt"]: r["text"] for r in rows if r["drafter"] == "none"}
     print(f"target {args.target}, draft {args.draft}, {args.threads} threads, {args.max_tokens} tokens, "
-          f"temperature {args.temperature}, draft_max {args.draft_max}, p_min {args.p_min}, "
+          f"temperature {args.temperature}, draft_max {args.draft_max}{' fixed' if args.fixed else ''}, p_min {args.p_min}, "
           f"ISA {_core.current_isa()}, median of {args.reps}")
     w = max([8] + [len(r["drafter"]) for r in rows])
     print(f"{'prompt':<11} {'drafter':<{w}} {'tok/s':>8} {'vs plain':>9} {'accept':>7} {'acc/round':>9} "
@@ -146,6 +146,9 @@ def main(argv=None) -> int:
     p.add_argument("--draft-quant", default="none", help="draft requantization types, e.g. none,q4_0")
     p.add_argument("--draft-head", default="auto", help="draft head sizes, e.g. auto,8192,16384,0 (0: all)")
     p.add_argument("--draft-skip", default="", help="layer sets the draft skips, e.g. ';12;8,16' (empty: none)")
+    p.add_argument("--fixed", action="store_true",
+                   help="draft draft_max tokens every step (p_min still stops early) instead of lengths chosen "
+                        "from measured time: greedy acceptance is then the same on any machine, under any load")
     p.add_argument("--reps", type=int, default=1, help="runs per cell (the median is shown)")
     p.add_argument("--json", default=None, help="also write the rows to this file")
     args = p.parse_args(argv)
