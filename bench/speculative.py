@@ -3,10 +3,16 @@
     python bench/speculative.py                                   # Qwen2.5-Coder 1.5B <- 0.5B, 2 threads
     python bench/speculative.py --target smollm2-135m --draft smollm2-135m --drafters ngram,self,model
     python bench/speculative.py --temperature 0.7 --seed 1 --json bench/out/spec.json
+    QD_FORCE_ISA=avx2 python bench/speculative.py --drafters model --draft-quant none,q4_0 --draft-head 16384,32768 --reps 3
+
+Draft levers (model and hybrid drafters): --draft-quant (requantize the draft at load),
+--draft-head (output rows the draft scores; 0 = all) and --draft-skip (layers the draft skips,
+";"-separated sets of ","-separated layers) each take a list; every combination is one more
+engine, named by the values that differ from the defaults ("model q4_0 h16384 s12,13").
 
 Prints, per prompt: plain tokens/s, then per drafter its tokens/s, the ratio to plain, the
-acceptance rate, the mean number of draft tokens accepted per round and the mean draft length,
-then where the generation's time went (prompt processing apart): draft, verify, sampling and
+acceptance rate, the mean number of draft tokens accepted per round, the mean draft length and
+the draft's time per drafted token (ms, catching up on accepted tokens included), then where the generation's time went (prompt processing apart): draft, verify, sampling and
 other (the loop's own work, emitting, detokenizing: the generation's time less the three).
 All engines stay loaded and take turns, so load changes on a shared machine hit each alike;
 with --reps N each cell shows the median of N runs.
@@ -24,7 +30,7 @@ from pathlib import Path
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 
-from quickdraft import Engine  # noqa: E402
+from quickdraft import Engine, _core  # noqa: E402
 
 PROMPTS = {
     "code": "Write a Python function `merge_sort(items)` that sorts a list with merge sort, with a docstring "
@@ -47,14 +53,31 @@ def drafter_arg(name: str, draft: str):
     return {"none": None, "ngram": "ngram", "self": "self", "model": draft, "hybrid": ("hybrid", draft)}[name]
 
 
+def lever_variants(args) -> list[tuple[str, dict]]:
+    """(name suffix, Engine keyword arguments) for every combination of the draft levers."""
+    quants = [None if q in ("", "none") else q for q in args.draft_quant.split(",")]
+    heads = [None if h in ("", "auto") else int(h) for h in args.draft_head.split(",")]
+    skips = [[int(i) for i in s.split(",") if i] for s in args.draft_skip.split(";")]
+    out = []
+    for q in quants:
+        for h in heads:
+            for sk in skips:
+                name = "".join([f" {q}" if q else "", f" h{h}" if h is not None else "",
+                                " s" + ",".join(map(str, sk)) if sk else ""])
+                out.append((name, dict(draft_quant=q, draft_head=h, draft_skip=sk or None)))
+    return out
+
+
 def run(args) -> list[dict]:
     """All engines stay loaded and take turns per prompt and repetition, so that a change in
     the machine's load hits every drafter alike; each cell reports its median run."""
-    drafters = ["none"] + [d for d in args.drafters.split(",") if d and d != "none"]
     engines = {}
-    for drafter in drafters:
-        engines[drafter] = Engine(args.target, draft=drafter_arg(drafter, args.draft), n_ctx=args.n_ctx,
-                                  threads=args.threads, draft_max=args.draft_max, p_min=args.p_min)
+    for drafter in ["none"] + [d for d in args.drafters.split(",") if d and d != "none"]:
+        variants = lever_variants(args) if drafter in ("model", "hybrid") else [("", {})]
+        for suffix, levers in variants:
+            engines[drafter + suffix] = Engine(args.target, draft=drafter_arg(drafter, args.draft), n_ctx=args.n_ctx,
+                                               threads=args.threads, draft_max=args.draft_max, p_min=args.p_min,
+                                               adaptive=not args.fixed, **levers)
     kw = dict(max_tokens=args.max_tokens, temperature=args.temperature, seed=args.seed, ignore_eos=True)
     for engine in engines.values():
         engine.generate("Hello", **{**kw, "max_tokens": 4})  # warm-up: page cache, thread pools
@@ -68,10 +91,11 @@ def run(args) -> list[dict]:
                     prompt=name, drafter=drafter, tokens=s.generated_tokens, tps=s.tokens_per_second,
                     acceptance=s.acceptance_rate, mean_accepted=s.mean_accepted_length,
                     mean_draft=(s.drafted / s.steps if s.steps else 0.0), drafted=s.drafted,
+                    draft_ms=(1e3 * s.time_draft / s.drafted if s.drafted else 0.0), text=c.text,
                     time_draft=s.time_draft, time_verify=s.time_verify, time_sampling=s.time_sampling,
                     time_generate=s.time_generate,
                     time_other=max(0.0, s.time_generate - s.time_draft - s.time_verify - s.time_sampling)))
-                print(f"  rep {rep} {drafter:>7} {name:<11} {s.tokens_per_second:7.2f} tok/s  "
+                print(f"  rep {rep} {drafter:>22} {name:<11} {s.tokens_per_second:7.2f} tok/s  "
                       f"accept {100 * s.acceptance_rate:5.1f} %", file=sys.stderr, flush=True)
     rows = []
     for cell in runs.values():
@@ -89,15 +113,21 @@ def share(part: float, total: float) -> str:
 
 def print_table(rows, args) -> None:
     plain = {r["prompt"]: r["tps"] for r in rows if r["drafter"] == "none"}
+    plain_text = {r["prompt"]: r["text"] for r in rows if r["drafter"] == "none"}
     print(f"target {args.target}, draft {args.draft}, {args.threads} threads, {args.max_tokens} tokens, "
-          f"temperature {args.temperature}, draft_max {args.draft_max}, p_min {args.p_min}")
-    print(f"{'prompt':<11} {'drafter':<8} {'tok/s':>8} {'vs plain':>9} {'accept':>7} {'acc/round':>9} "
-          f"{'draft len':>9} {'time':>7} {'draft':>6} {'verify':>6} {'sample':>6} {'other':>6}")
-    for r in sorted(rows, key=lambda r: (r["prompt"], r["drafter"] != "none")):
+          f"temperature {args.temperature}, draft_max {args.draft_max}{' fixed' if args.fixed else ''}, p_min {args.p_min}, "
+          f"ISA {_core.current_isa()}, median of {args.reps}")
+    w = max([8] + [len(r["drafter"]) for r in rows])
+    print(f"{'prompt':<11} {'drafter':<{w}} {'tok/s':>8} {'vs plain':>9} {'accept':>7} {'acc/round':>9} "
+          f"{'draft len':>9} {'ms/draft':>8} {'time':>7} {'draft':>6} {'verify':>6} {'sample':>6} {'other':>6} "
+          f"{'same text':>9}")
+    order = {d: i for i, d in enumerate(dict.fromkeys(r["drafter"] for r in rows))}
+    for r in sorted(rows, key=lambda r: (r["prompt"], order[r["drafter"]])):
         ratio = r["tps"] / plain[r["prompt"]] if plain.get(r["prompt"]) else float("nan")
-        print(f"{r['prompt']:<11} {r['drafter']:<8} {r['tps']:8.2f} {ratio:8.2f}x {100 * r['acceptance']:6.1f}% "
-              f"{r['mean_accepted']:9.2f} {r['mean_draft']:9.2f} {r['time_generate']:6.2f}s "
-              + " ".join(f"{share(r[key], r['time_generate']):>6}" for key in SHARES))
+        print(f"{r['prompt']:<11} {r['drafter']:<{w}} {r['tps']:8.2f} {ratio:8.2f}x {100 * r['acceptance']:6.1f}% "
+              f"{r['mean_accepted']:9.2f} {r['mean_draft']:9.2f} {r['draft_ms']:8.2f} {r['time_generate']:6.2f}s "
+              + " ".join(f"{share(r[key], r['time_generate']):>6}" for key in SHARES)
+              + f" {'yes' if r['text'] == plain_text.get(r['prompt']) else 'NO':>9}")
 
 
 def main(argv=None) -> int:
@@ -113,6 +143,12 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--draft-max", type=int, default=8)
     p.add_argument("--p-min", type=float, default=0.5)
+    p.add_argument("--draft-quant", default="none", help="draft requantization types, e.g. none,q4_0")
+    p.add_argument("--draft-head", default="auto", help="draft head sizes, e.g. auto,8192,16384,0 (0: all)")
+    p.add_argument("--draft-skip", default="", help="layer sets the draft skips, e.g. ';12;8,16' (empty: none)")
+    p.add_argument("--fixed", action="store_true",
+                   help="draft draft_max tokens every step (p_min still stops early) instead of lengths chosen "
+                        "from measured time: greedy acceptance is then the same on any machine, under any load")
     p.add_argument("--reps", type=int, default=1, help="runs per cell (the median is shown)")
     p.add_argument("--json", default=None, help="also write the rows to this file")
     args = p.parse_args(argv)

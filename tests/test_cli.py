@@ -61,6 +61,17 @@ def test_run_streams_text_and_stats(model_path, draft):
 
 
 @pytest.mark.real
+def test_run_with_a_requantized_draft(model_path):
+    model_path(SMOL)
+    args = ("run", "Count to five.", "--target", SMOL, "--draft", SMOL, "--max-tokens", "16", "--threads", "2")
+    r = qd(*args, "--draft-quant", "q4_0")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() and "accepted" in r.stderr
+    r = qd(*args, "--draft-quant", "q9_9")
+    assert r.returncode != 0 and "cannot requantize weights to 'q9_9'" in r.stderr
+
+
+@pytest.mark.real
 def test_run_compare_prints_speedup(model_path):
     model_path(SMOL)
     r = qd("run", "List the days of the week.", "--target", SMOL, "--draft", "ngram", "--max-tokens", "16", "--compare")

@@ -55,6 +55,8 @@ void register_engine(py::module_& m) {
       .def_readwrite("ngram_max", &O::ngram_max)
       .def_readwrite("draft_max_lag", &O::draft_max_lag)
       .def_readwrite("draft_head", &O::draft_head)
+      .def_readwrite("draft_quant", &O::draft_quant)
+      .def_readwrite("draft_skip", &O::draft_skip)
       .def_readwrite("stop_ids", &O::stop_ids);
 
   py::class_<qd::Stats> stats(m, "Stats", "What a generation drafted, accepted and spent its time on (seconds).");

@@ -142,4 +142,25 @@ void register_gguf(py::module_& m) {
         return out;
       },
       py::arg("data"), py::arg("type_id"), py::arg("n"), "Dequantize n elements of raw GGML data with the scalar reference.");
+
+  m.def(
+      "quantize",
+      [](py::array_t<float, py::array::c_style | py::array::forcecast> x, uint32_t type_id) {
+        const qd::quant::TypeTraits* t = qd::quant::type_traits(type_id);
+        if (!t) throw qd::ArgError("unknown GGML type id " + std::to_string(type_id));
+        if (!t->from_float) throw qd::UnsupportedError(std::string("cannot quantize to type ") + t->name);
+        const int64_t n = (int64_t)x.size();
+        if (n % t->block_size != 0) {
+          throw qd::ArgError("element count " + std::to_string(n) + " is not a multiple of the block size");
+        }
+        py::array_t<uint8_t> out(n / t->block_size * t->type_size);
+        uint8_t* dst = out.mutable_data();
+        const float* src = x.data();
+        {
+          py::gil_scoped_release release;
+          t->from_float(src, dst, n);
+        }
+        return out;
+      },
+      py::arg("x"), py::arg("type_id"), "Quantize float32 values to raw GGML data with the scalar reference.");
 }

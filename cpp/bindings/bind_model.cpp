@@ -10,6 +10,7 @@
 
 #include "common/error.h"
 #include "model/model.h"
+#include "quant/quant_types.h"
 
 namespace py = pybind11;
 
@@ -159,11 +160,23 @@ py::dict hparams_dict(const qd::Hparams& h) {
 
 void register_model(py::module_& m) {
   py::class_<BoundModel>(m, "LoadedModel", "A GGUF model's weights, mapped in place; shared by contexts.")
-      .def(py::init([](const std::string& path) {
+      .def(py::init([](const std::string& path, const std::string& requantize) {
              py::gil_scoped_release release;
-             return BoundModel{qd::Model::load(path)};
+             qd::LoadOptions opt;
+             opt.requantize = requantize;
+             return BoundModel{qd::Model::load(path, opt)};
            }),
-           py::arg("path"))
+           py::arg("path"), py::arg("requantize") = "",
+           "requantize: a GGML type name ('q4_0'); matrices stored wider are requantized to it at load.")
+      .def_property_readonly(
+          "matrix_types",
+          [](const BoundModel& s) {
+            py::dict d;
+            for (const auto& [name, type] : s.m->matrix_types()) d[py::str(name)] = qd::quant::type_traits(type)->name;
+            return d;
+          },
+          "{GGUF tensor name: GGML type name} of every weight matrix as computed with (a tied output is listed as "
+          "its embedding).")
       .def_property_readonly("path", [](const BoundModel& s) { return s.m->file().path(); })
       .def_property_readonly("arch", [](const BoundModel& s) { return s.hp().arch; })
       .def_property_readonly("n_vocab", [](const BoundModel& s) { return s.hp().n_vocab; })

@@ -10,7 +10,7 @@ import typing
 import typing_extensions
 
 
-__all__: list[str] = ['Context', 'DrafterKind', 'Engine', 'EngineOptions', 'GGUFError', 'GGUFFile', 'GenerateOptions', 'IncompatibleModelsError', 'LoadedModel', 'QuickdraftError', 'SUPPORTED_ARCHS', 'SamplerParams', 'Stats', 'StreamDecoder', 'Tokenizer', 'UnsupportedError', 'check_compatible', 'cpu_features', 'current_isa', 'default_skip_layers', 'dequantize', 'isa_available', 'type_info']
+__all__: list[str] = ['Context', 'DrafterKind', 'Engine', 'EngineOptions', 'GGUFError', 'GGUFFile', 'GenerateOptions', 'IncompatibleModelsError', 'LoadedModel', 'QuickdraftError', 'SUPPORTED_ARCHS', 'SamplerParams', 'Stats', 'StreamDecoder', 'Tokenizer', 'UnsupportedError', 'check_compatible', 'cpu_features', 'current_isa', 'default_skip_layers', 'dequantize', 'isa_available', 'quantize', 'type_info']
 class QuickdraftError(RuntimeError):
     pass
 class GGUFError(ValueError):
@@ -150,6 +150,8 @@ class EngineOptions:
     ngram_max: int
     draft_max_lag: int
     draft_head: int
+    draft_quant: str
+    draft_skip: list[int]
     stop_ids: list[int]
     def __init__(self) -> None:
         ...
@@ -239,8 +241,10 @@ class LoadedModel:
     """
     A GGUF model's weights, mapped in place; shared by contexts.
     """
-    def __init__(self, path: str) -> None:
-        ...
+    def __init__(self, path: str, requantize: str = '') -> None:
+        """
+        requantize: a GGML type name ('q4_0'); matrices stored wider are requantized to it at load.
+        """
     @property
     def arch(self) -> str:
         ...
@@ -256,6 +260,11 @@ class LoadedModel:
     @property
     def n_layer(self) -> int:
         ...
+    @property
+    def matrix_types(self) -> dict[str, str]:
+        """
+        {GGUF tensor name: GGML type name} of every weight matrix as computed with (a tied output is listed as its embedding).
+        """
     @property
     def n_vocab(self) -> int:
         ...
@@ -392,6 +401,10 @@ def default_skip_layers(n_layer: typing.SupportsInt | typing.SupportsIndex) -> l
 def dequantize(data: typing_extensions.Buffer, type_id: typing.SupportsInt | typing.SupportsIndex, n: typing.SupportsInt | typing.SupportsIndex) -> numpy.typing.NDArray[numpy.float32]:
     """
     Dequantize n elements of raw GGML data with the scalar reference.
+    """
+def quantize(x: numpy.typing.ArrayLike, type_id: typing.SupportsInt | typing.SupportsIndex) -> numpy.typing.NDArray[numpy.uint8]:
+    """
+    Quantize float32 values to raw GGML data with the scalar reference.
     """
 def isa_available() -> list[str]:
     """

@@ -29,6 +29,8 @@ def _add_model_args(p: argparse.ArgumentParser, draft_default: str | None) -> No
     p.add_argument("--threads", "-t", type=int, default=None, help="CPU threads (default: all cores)")
     p.add_argument("--n-ctx", type=int, default=4096, help="context length in tokens (default 4096)")
     p.add_argument("--draft-max", type=int, default=None, help="most tokens drafted per step")
+    p.add_argument("--draft-quant", default=None, metavar="TYPE",
+                   help="requantize the draft model's wider weight matrices to TYPE at load (q4_0)")
 
 
 def _add_sampling_args(p: argparse.ArgumentParser, temperature: float) -> None:
@@ -67,6 +69,8 @@ def _make_engine(args, draft: str | None = "__args__"):
     kw = {"n_ctx": args.n_ctx, "threads": args.threads}
     if args.draft_max is not None:
         kw["draft_max"] = args.draft_max
+    if args.draft_quant and draft not in (None, "ngram", "self"):
+        kw["draft_quant"] = args.draft_quant
     engine = Engine(target, draft=draft, **kw)
     print(f" done in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     return engine

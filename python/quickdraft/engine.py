@@ -93,6 +93,10 @@ class Engine:
     only for the first draft_head token ids, the stop tokens and the ids that occur in the text
     (None: 32768 when the draft vocabulary has 65536 tokens or more, else all; 0: all). The
     output is unchanged, only the drafts: the target verifies with its full output layer.
+    draft_quant: a GGML type name ("q4_0"): a draft model's weight matrices stored in a wider type
+    (Q5_0, Q8_0, Q6_K...) are requantized to it at load, a cheaper step for a little acceptance;
+    None: as stored. draft_skip: layers a draft model skips (as "self" skips skip_layers). Both
+    change only the drafts: the target's weights are never touched.
 
     Greedy output (temperature=0) is token-for-token the target's own greedy output. Sampled
     output has exactly the target's distribution. Passing ``seed=`` when sampling makes the text
@@ -114,6 +118,8 @@ class Engine:
         ngram_min: int = 2,
         ngram_max: int = 4,
         draft_head: Optional[int] = None,
+        draft_quant: Optional[str] = None,
+        draft_skip: Optional[Sequence[int]] = None,
     ):
         opt = _options(n_ctx, draft_max, p_min, adaptive, ngram_min, ngram_max)
         if draft_head is not None and int(draft_head) < 0:
@@ -122,6 +128,8 @@ class Engine:
         kind, opt.draft_path = _draft_kind(draft)
         opt.drafter = getattr(_core.DrafterKind, kind)
         opt.skip_layers = [int(i) for i in skip_layers or []]
+        opt.draft_quant = "" if draft_quant is None else str(draft_quant)
+        opt.draft_skip = [int(i) for i in draft_skip or []]
         opt.threads = 0 if threads is None else int(threads)
         self._target_path = _model_path(target)
         self._init(_core.Engine(self._target_path, opt))

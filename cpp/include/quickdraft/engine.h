@@ -67,6 +67,12 @@ struct EngineOptions {
   // stop ids and the ids in the text. -1: kDefaultDraftHead when the draft vocabulary has at
   // least kDraftHeadMinVocab entries, else all; 0: all. The target always scores every id.
   int draft_head = -1;
+  // A draft model's (model, hybrid) weight matrices stored wider than this GGML type ("q4_0")
+  // are requantized to it at load: a cheaper, slightly less accurate draft. Empty: as stored.
+  // The target's weights are never changed.
+  std::string draft_quant;
+  // Layers a draft model (model, hybrid) skips, as self skips skip_layers. Empty: none.
+  std::vector<int> draft_skip;
   // End-of-generation ids. An engine over GGUF files takes its target tokenizer's.
   std::vector<int32_t> stop_ids;
 };

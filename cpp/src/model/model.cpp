@@ -1,6 +1,8 @@
 // Model::load: open and validate the file, then let the family named by general.architecture
 // read its hyperparameters and view its weights in place.
+#include <algorithm>
 #include <map>
+#include <set>
 #include <utility>
 
 #include "common/error.h"
@@ -39,11 +41,23 @@ void model::TransformerModel::repack_for_kernels() {
     m = cpu::repack_rows8(m, repacked_.back().get(), true);
     done[original] = m;
   };
-  repack(w_.token_embd);
-  repack(w_.output);
-  for (model::LayerWeights& L : w_.layers) {
-    for (cpu::Matrix* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.ffn_gate, &L.ffn_up, &L.ffn_down}) repack(*m);
-  }
+  model::for_each_matrix(w_, [&](const std::string&, cpu::Matrix& m) { repack(m); });
+  // A requantized copy that was repacked is read no more.
+  std::set<const uint8_t*> used;
+  model::for_each_matrix(w_, [&](const std::string&, const cpu::Matrix& m) { used.insert(m.data); });
+  requantized_.erase(std::remove_if(requantized_.begin(), requantized_.end(),
+                                    [&](const std::unique_ptr<uint8_t[]>& b) { return !used.count(b.get()); }),
+                     requantized_.end());
+}
+
+std::vector<std::pair<std::string, uint32_t>> model::TransformerModel::matrix_types() const {
+  std::vector<std::pair<std::string, uint32_t>> out;
+  const uint8_t* embd = w_.token_embd.data;
+  model::for_each_matrix(w_, [&](const std::string& name, const cpu::Matrix& m) {
+    if (name == "output.weight" && m.data == embd) return;
+    out.emplace_back(name, m.type);
+  });
+  return out;
 }
 
 const std::vector<std::string>& Model::supported_archs() {
@@ -55,13 +69,14 @@ const std::vector<std::string>& Model::supported_archs() {
   return kNames;
 }
 
-std::shared_ptr<const Model> Model::load(const std::string& path) {
+std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOptions& opt) {
   auto file = std::make_shared<const gguf::File>(path);
   const std::optional<std::string> arch = file->get_string("general.architecture");
   if (!arch) throw GGUFError(path + ": missing metadata key 'general.architecture'");
   for (const auto& [name, load_family] : families()) {
     if (name != *arch) continue;
     std::shared_ptr<model::TransformerModel> m = load_family(*file);
+    if (!opt.requantize.empty()) m->requantize(opt.requantize);
     m->repack_for_kernels();
     static_cast<Model&>(*m).file_ = std::move(file);
     return m;

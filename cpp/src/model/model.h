@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gguf/gguf_file.h"
@@ -20,6 +21,13 @@
 namespace qd {
 
 class ThreadPool;
+
+struct LoadOptions {
+  // A GGML type name ("q4_0"; its type-table row must have from_float): every weight matrix
+  // stored in a wider type (more bytes per weight) is requantized to it at load, through float32
+  // row by row, into memory that replaces the mapped pages. Empty: the weights as stored.
+  std::string requantize;
+};
 
 struct Hparams {
   std::string arch;  // "llama", "qwen2", "gemma3"
@@ -39,8 +47,9 @@ struct Hparams {
 
 class Model {
  public:
-  // Loads and validates; throws GGUFError / UnsupportedError naming what is wrong.
-  static std::shared_ptr<const Model> load(const std::string& path);
+  // Loads and validates; throws GGUFError / UnsupportedError naming what is wrong, ArgError for
+  // bad options.
+  static std::shared_ptr<const Model> load(const std::string& path, const LoadOptions& opt = {});
   // The architectures load() accepts, in the order error messages list them.
   static const std::vector<std::string>& supported_archs();
   virtual ~Model() = default;
@@ -50,6 +59,9 @@ class Model {
   int n_layer() const { return hp_.n_layer; }
   const gguf::File& file() const { return *file_; }
   std::shared_ptr<const gguf::File> file_ptr() const { return file_; }
+  // (GGUF tensor name, GGML type id) of every weight matrix as computed with, in load order; a
+  // tied output layer is listed once, as its embedding.
+  virtual std::vector<std::pair<std::string, uint32_t>> matrix_types() const = 0;
 
  protected:
   Hparams hp_;

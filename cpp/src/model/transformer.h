@@ -47,6 +47,25 @@ struct RopeRows {
   const float* sin = nullptr;
 };
 
+// f(name, matrix) for every weight matrix of w (Weights or const Weights), by GGUF tensor name;
+// a tied output (the same bytes as token_embd) is visited too, after token_embd.
+template <class W, class F>
+void for_each_matrix(W& w, F&& f) {
+  f("token_embd.weight", w.token_embd);
+  f("output.weight", w.output);
+  for (size_t il = 0; il < w.layers.size(); il++) {
+    auto& L = w.layers[il];
+    const std::string b = "blk." + std::to_string(il) + ".";
+    f(b + "attn_q.weight", L.wq);
+    f(b + "attn_k.weight", L.wk);
+    f(b + "attn_v.weight", L.wv);
+    f(b + "attn_output.weight", L.wo);
+    f(b + "ffn_gate.weight", L.ffn_gate);
+    f(b + "ffn_up.weight", L.ffn_up);
+    f(b + "ffn_down.weight", L.ffn_down);
+  }
+}
+
 // State of one forward step over n consecutive positions pos0..pos0+n-1. Every buffer is
 // [n][width] row-major; layer() transforms x (the residual stream) in place.
 struct Step {
@@ -87,11 +106,16 @@ class TransformerModel : public Model {
   friend class Loader;
   Weights w_;
   std::deque<std::vector<float>> owned_;  // converted small vectors; deque keeps pointers stable
-  std::vector<std::unique_ptr<uint8_t[]>> repacked_;  // weights in the rows8 layout (cpu/repack.h)
+  std::vector<std::unique_ptr<uint8_t[]>> repacked_;     // weights in the rows8 layout (cpu/repack.h)
+  std::vector<std::unique_ptr<uint8_t[]>> requantized_;  // weights requantized at load (requantize)
 
  public:
+  std::vector<std::pair<std::string, uint32_t>> matrix_types() const override;
+  // Requantizes every matrix stored in a type wider than `to` (model/requantize.cpp); before
+  // repack_for_kernels, which then rearranges the requantized copies.
+  void requantize(const std::string& to);
   // Rearranges every weight the active ISA's kernels read in another layout (cpu/repack.h); the
-  // copies replace the mapped pages of the originals.
+  // copies replace the mapped pages of the originals (or of the requantized copies, then freed).
   void repack_for_kernels();
 };
 

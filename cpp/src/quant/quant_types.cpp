@@ -1,16 +1,20 @@
 #include "quant/quant_types.h"
 
+#include <cctype>
+
 #include "quant/dequant_ref.h"
+#include "quant/quantize_ref.h"
 
 namespace qd::quant {
 
 namespace {
 
-// name, elements per block, bytes per block, scalar dequantization (nullptr = unsupported).
+// name, elements per block, bytes per block, scalar dequantization (nullptr = unsupported), scalar
+// quantization (omitted: quickdraft does not write the type).
 const TypeTraits kTable[] = {
     {Type::F32, "F32", 1, 4, to_float_f32},
     {Type::F16, "F16", 1, 2, to_float_f16},
-    {Type::Q4_0, "Q4_0", 32, 18, to_float_q4_0},
+    {Type::Q4_0, "Q4_0", 32, 18, to_float_q4_0, from_float_q4_0},
     {Type::Q4_1, "Q4_1", 32, 20, to_float_q4_1},
     {Type::Q5_0, "Q5_0", 32, 22, to_float_q5_0},
     {Type::Q5_1, "Q5_1", 32, 24, to_float_q5_1},
@@ -49,6 +53,17 @@ const TypeTraits kTable[] = {
 const TypeTraits* type_traits(uint32_t id) {
   for (const TypeTraits& t : kTable) {
     if (static_cast<uint32_t>(t.type) == id) return &t;
+  }
+  return nullptr;
+}
+
+const TypeTraits* type_by_name(const std::string& name) {
+  for (const TypeTraits& t : kTable) {
+    const std::string n = t.name;
+    if (n.size() != name.size()) continue;
+    bool same = true;
+    for (size_t i = 0; i < n.size() && same; i++) same = std::toupper((unsigned char)name[i]) == (unsigned char)n[i];
+    if (same) return &t;
   }
   return nullptr;
 }

@@ -1,6 +1,7 @@
 // The ONE table of GGUF tensor types. Adding a type means adding a row in quant_types.cpp.
 #pragma once
 #include <cstdint>
+#include <string>
 
 namespace qd::quant {
 
@@ -15,6 +16,8 @@ enum class Type : uint32_t {
 
 // Dequantize n elements (n a multiple of block_size) from src into dst.
 using ToFloatFn = void (*)(const void* src, float* dst, int64_t n);
+// Quantize n elements (n a multiple of block_size) from src into dst.
+using FromFloatFn = void (*)(const float* src, void* dst, int64_t n);
 
 struct TypeTraits {
   Type type;
@@ -22,10 +25,14 @@ struct TypeTraits {
   int64_t block_size;  // elements per block
   int64_t type_size;   // bytes per block
   ToFloatFn to_float;  // nullptr: the type is known to GGUF but quickdraft cannot compute with it
+  FromFloatFn from_float = nullptr;  // nullptr: quickdraft cannot write the type
 };
 
 // nullptr when `id` is not a GGML type at all.
 const TypeTraits* type_traits(uint32_t id);
+
+// The type named `name` (case-insensitive, "q4_0" or "Q4_0"); nullptr when no type has that name.
+const TypeTraits* type_by_name(const std::string& name);
 
 inline bool is_supported(uint32_t id) {
   const TypeTraits* t = type_traits(id);

@@ -103,6 +103,15 @@ Engine::Engine(const std::string& target_path, const EngineOptions& options) : p
   auto tsrc = std::make_unique<ContextSource>(std::make_unique<Context>(target, opt.n_ctx, opt.threads));
   std::shared_ptr<ThreadPool> pool = tsrc->context().thread_pool();
   p.target = std::move(tsrc);
+  const bool draft_model = opt.drafter == DrafterKind::model || opt.drafter == DrafterKind::hybrid;
+  if (!draft_model && !opt.draft_quant.empty()) {
+    throw ArgError(std::string("draft_quant requantizes a draft model; the ") + drafter_kind_name(opt.drafter) +
+                   " drafter has none");
+  }
+  if (!draft_model && !opt.draft_skip.empty()) {
+    throw ArgError(std::string("draft_skip names layers of a draft model; the ") + drafter_kind_name(opt.drafter) +
+                   " drafter has none" + (opt.drafter == DrafterKind::self ? " (self skips skip_layers)" : ""));
+  }
   switch (opt.drafter) {
     case DrafterKind::none: break;
     case DrafterKind::ngram: p.drafter = std::make_unique<NgramDrafter>(opt.ngram_min, opt.ngram_max); break;
@@ -113,9 +122,11 @@ Engine::Engine(const std::string& target_path, const EngineOptions& options) : p
     }
     case DrafterKind::model:
     case DrafterKind::hybrid: {
-      std::shared_ptr<const Model> draft = Model::load(opt.draft_path);
+      LoadOptions load;
+      load.requantize = opt.draft_quant;
+      std::shared_ptr<const Model> draft = Model::load(opt.draft_path, load);
       speculative::check_compatible(target->file(), draft->file());
-      auto md = context_drafter(draft, pool, {}, "draft", opt);
+      auto md = context_drafter(draft, pool, opt.draft_skip, "draft", opt);
       if (opt.drafter == DrafterKind::model) {
         p.drafter = std::move(md);
       } else {
