@@ -58,7 +58,7 @@ using FloatArray = py::array_t<float, py::array::c_style | py::array::forcecast>
 // rows8 kernel for the type (layout "auto"), always ("rows8", where the type has the layout) or
 // never ("gguf").
 qd::cpu::Matrix laid_out(const qd::cpu::Matrix& w, qd::Isa isa, const std::string& layout,
-                         std::vector<uint8_t>* store) {
+                         qd::cpu::Rows8Buffer* store) {
   bool repack;
   if (layout == "auto") {
     repack = qd::cpu::rows8_wanted(w, isa);
@@ -73,8 +73,8 @@ qd::cpu::Matrix laid_out(const qd::cpu::Matrix& w, qd::Isa isa, const std::strin
     throw qd::ArgError("layout must be 'auto', 'rows8' or 'gguf', got '" + layout + "'");
   }
   if (!repack) return w;
-  store->resize(qd::cpu::rows8_bytes(w));
-  return qd::cpu::repack_rows8(w, store->data(), false);
+  *store = qd::cpu::rows8_alloc(w);
+  return qd::cpu::repack_rows8(w, store->get(), false);
 }
 
 }  // namespace
@@ -105,7 +105,7 @@ void register_kernel_hooks(py::module_& k) {
          int threads, const std::string& layout) {
         const py::buffer_info wb = weight.request();
         const qd::Isa which = isa_or_active(isa);
-        std::vector<uint8_t> store;
+        qd::cpu::Rows8Buffer store;
         const qd::cpu::Matrix w = laid_out(make_matrix(wb, type, rows, cols), which, layout, &store);
         if (x.ndim() != 2 || x.shape(1) != cols) throw qd::ArgError("x must have shape (n, cols)");
         const int64_t n = x.shape(0);
@@ -127,7 +127,7 @@ void register_kernel_hooks(py::module_& k) {
       "rows8_roundtrip",
       [](py::buffer weight, uint32_t type, int64_t rows, int64_t cols) {
         const py::buffer_info wb = weight.request();
-        std::vector<uint8_t> store;
+        qd::cpu::Rows8Buffer store;
         const qd::cpu::Matrix w = laid_out(make_matrix(wb, type, rows, cols), qd::Isa::scalar, "rows8", &store);
         py::array_t<uint8_t> out({(py::ssize_t)rows, (py::ssize_t)w.row_bytes});
         for (int64_t r = 0; r < rows; r++) qd::cpu::copy_row(w, r, out.mutable_data() + (size_t)r * w.row_bytes);
@@ -213,7 +213,7 @@ void register_kernel_hooks(py::module_& k) {
          std::optional<std::string> isa, const std::string& layout) {
         const py::buffer_info wb = weight.request();
         const qd::Isa which0 = isa_or_active(isa);
-        std::vector<uint8_t> store;
+        qd::cpu::Rows8Buffer store;
         const qd::cpu::Matrix w = laid_out(make_matrix(wb, type, rows, cols), which0, layout, &store);
         if (n <= 0 || iters <= 0) throw qd::ArgError("n and iters must be positive");
         std::vector<float> x((size_t)(n * cols)), y((size_t)(n * rows));

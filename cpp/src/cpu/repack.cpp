@@ -15,7 +15,7 @@
 //           lo4(e[64t + 4g + i]) | lo4(e[64t + 32 + 4g + i]) << 4 | hi plane at 1168: vector
 //           (p, g) (p < 2) at 1168 + 32 (8p + g), byte i of row r = the high 2 bits of
 //           e[128p + 4g + i], e[128p + 32 + 4g + i], e[128p + 64 + 4g + i], e[128p + 96 + 4g + i]
-//           at bits 0, 2, 4, 6                                               (1680 bytes)
+//           at bits 0, 2, 4, 6 | 16 bytes of padding                         (1696 bytes)
 // where e[k] in [0, 64) is element k's 6-bit value (w = d * sc[k / 16] * (e[k] - 32)).
 //   IQ4_NL  d[8] f16 | qs as Q4_0
 //   Q5_K    as Q4_K | qh: word g of row r at 1184 + 32g + 4r (g < 8)             (1440 bytes)
@@ -31,7 +31,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <new>
 #include <string>
 
 #include "common/error.h"
@@ -161,7 +163,7 @@ void q4k_unpack_block(const uint8_t* src, int r, uint8_t* out) {
 
 // ---- Q6_K ----
 
-constexpr size_t kQ6KGroup = 1680;
+constexpr size_t kQ6KGroup = 1696;  // 1680 bytes and 16 of padding: 32-byte loads never straddle cache lines
 
 // e[k], the 6-bit value of element k (ggml's dequantize_row_q6_K order).
 void q6k_values(const quant::block_q6_K& b, uint8_t e[256]) {
@@ -191,6 +193,7 @@ void q6k_from_values(const uint8_t e[256], quant::block_q6_K& b) {
 }
 
 void q6k_pack_block(const uint8_t* const src[8], uint8_t* dst) {
+  std::memset(dst + 1680, 0, kQ6KGroup - 1680);
   for (int r = 0; r < 8; r++) {
     quant::block_q6_K b;
     std::memcpy(&b, src[r], sizeof b);
@@ -445,6 +448,15 @@ void drop_pages(const uint8_t* p, size_t n) {
 }  // namespace
 
 bool rows8_supported(uint32_t type) { return group_block_bytes(type) != 0; }
+
+void AlignedFree::operator()(uint8_t* p) const { std::free(p); }
+
+Rows8Buffer rows8_alloc(const Matrix& w) {
+  const size_t n = (rows8_bytes(w) + 63) / 64 * 64;
+  auto* p = static_cast<uint8_t*>(std::aligned_alloc(64, n));
+  if (!p) throw std::bad_alloc();
+  return Rows8Buffer(p);
+}
 
 size_t rows8_group_block_bytes(uint32_t type) { return group_block_bytes(type); }
 

@@ -11,6 +11,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include "common/cpu_features.h"
 #include "cpu/matmul.h"
@@ -28,6 +29,14 @@ size_t rows8_bytes(const Matrix& w);
 
 // True when `isa`'s kernel table serves `w` in the rows8 layout (so loading should repack it).
 bool rows8_wanted(const Matrix& w, Isa isa);
+
+// Storage for a repacked matrix: rows8_bytes(w) bytes, 64-byte aligned (the layouts keep their
+// 32-byte loads inside cache lines), uninitialized until repack_rows8 writes it.
+struct AlignedFree {
+  void operator()(uint8_t* p) const;
+};
+using Rows8Buffer = std::unique_ptr<uint8_t[], AlignedFree>;
+Rows8Buffer rows8_alloc(const Matrix& w);
 
 // Writes w (GGUF layout, rows a multiple of 8) in the rows8 layout to dst (rows8_bytes(w) bytes)
 // and returns the matrix viewing dst. With drop_source, the pages of w's source bytes are handed

@@ -36,7 +36,7 @@ void model::TransformerModel::repack_for_kernels() {
       m = it->second;
       return;
     }
-    repacked_.emplace_back(new uint8_t[cpu::rows8_bytes(m)]);
+    repacked_.push_back(cpu::rows8_alloc(m));
     const uint8_t* original = m.data;
     m = cpu::repack_rows8(m, repacked_.back().get(), true);
     done[original] = m;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cpu/matmul.h"
+#include "cpu/repack.h"
 #include "model/model.h"
 
 namespace qd {
@@ -106,7 +107,7 @@ class TransformerModel : public Model {
   friend class Loader;
   Weights w_;
   std::deque<std::vector<float>> owned_;  // converted small vectors; deque keeps pointers stable
-  std::vector<std::unique_ptr<uint8_t[]>> repacked_;     // weights in the rows8 layout (cpu/repack.h)
+  std::vector<cpu::Rows8Buffer> repacked_;     // weights in the rows8 layout (cpu/repack.h)
   std::vector<std::unique_ptr<uint8_t[]>> requantized_;  // weights requantized at load (requantize)
 
  public:

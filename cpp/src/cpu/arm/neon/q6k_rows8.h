@@ -10,7 +10,7 @@
 namespace qd::cpu {
 namespace {
 
-constexpr size_t kQ6KRows8Block = 1680;
+constexpr size_t kQ6KRows8Block = 1696;  // cpu/repack.cpp
 
 // Group G of block b (16 weights: elements 16G .. 16G + 15, which are k-groups 4q .. 4q + 3 of
 // part H = (G / 2) & 1 of chunk t = G / 4, q = G & 1) into isum. Each 6-bit value is the nibble

@@ -10,7 +10,7 @@
 namespace qd::cpu {
 namespace {
 
-constexpr size_t kQ6KRows8Block = 1680;
+constexpr size_t kQ6KRows8Block = 1696;  // cpu/repack.cpp
 
 // The 6-bit values of vector (t, g), low (High = false: elements 64t + 4g + i) or high part
 // (elements 64t + 32 + 4g + i): nibble from the lo plane, two bits from field 2 (t & 1) + High of
