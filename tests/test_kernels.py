@@ -245,7 +245,7 @@ def test_table_covers_every_type(isa):
     if isa == "scalar":
         assert all(kind != "simd" for kind, _ in table.values())
     if isa in ("avx2", "avx2_vnni"):  # the laptop path reads the real models' types repacked
-        assert all(table[f"{t} rows8"][0] == "simd" for t in ("Q4_0", "Q4_1", "Q5_0", "Q8_0", "Q4_K", "Q5_K", "Q6_K",
+        assert all(table[f"{t} rows8"][0] == "simd" for t in ("Q4_0", "Q4_1", "Q5_0", "Q8_0", "Q4_K", "Q5_K",
                                                           "Q3_K", "Q2_K", "IQ4_XS")), table
     # The same activation format as the scalar table for every type: every ISA quantizes alike.
     ref = TABLES.table()["scalar"]
