@@ -270,34 +270,37 @@ void gather_words(const uint8_t* src, int n_words, int r, uint8_t* dst) {
 
 constexpr size_t kQ5KGroup = 1440;
 
+// Q5_K's d, dmin, scales and qs are Q4_K's block: packed as Q4_K's, then qh.
+quant::block_q4_K q4k_part(const quant::block_q5_K& b) {
+  quant::block_q4_K q;
+  q.d = b.d;
+  q.dmin = b.dmin;
+  std::memcpy(q.scales, b.scales, sizeof q.scales);
+  std::memcpy(q.qs, b.qs, sizeof q.qs);
+  return q;
+}
+
 void q5k_pack_block(const uint8_t* const src[8], uint8_t* dst) {
+  quant::block_q4_K q4[8];
+  const uint8_t* q4_src[8];
   for (int r = 0; r < 8; r++) {
     quant::block_q5_K b;
     std::memcpy(&b, src[r], sizeof b);
-    std::memcpy(dst + 2 * r, &b.d, 2);
-    std::memcpy(dst + 16 + 2 * r, &b.dmin, 2);
-    uint8_t sc[8], m[8];
-    q4k_scales(b.scales, sc, m);
-    for (int s = 0; s < 8; s++) {
-      dst[32 + 8 * s + r] = sc[s];
-      dst[96 + 8 * s + r] = m[s];
-    }
-    interleave_words(b.qs, 32, r, dst + 160);
+    q4[r] = q4k_part(b);
+    q4_src[r] = (const uint8_t*)&q4[r];
     interleave_words(b.qh, 8, r, dst + 1184);
   }
+  q4k_pack_block(q4_src, dst);
 }
 
 void q5k_unpack_block(const uint8_t* src, int r, uint8_t* out) {
+  quant::block_q4_K q;
+  q4k_unpack_block(src, r, (uint8_t*)&q);
   quant::block_q5_K b;
-  std::memcpy(&b.d, src + 2 * r, 2);
-  std::memcpy(&b.dmin, src + 16 + 2 * r, 2);
-  uint8_t sc[8], m[8];
-  for (int s = 0; s < 8; s++) {
-    sc[s] = src[32 + 8 * s + r];
-    m[s] = src[96 + 8 * s + r];
-  }
-  q4k_pack_scales(sc, m, b.scales);
-  gather_words(src + 160, 32, r, b.qs);
+  b.d = q.d;
+  b.dmin = q.dmin;
+  std::memcpy(b.scales, q.scales, sizeof b.scales);
+  std::memcpy(b.qs, q.qs, sizeof b.qs);
   gather_words(src + 1184, 8, r, b.qh);
   std::memcpy(out, &b, sizeof b);
 }
