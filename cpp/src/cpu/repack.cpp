@@ -27,9 +27,6 @@
 //           80 + 32c + 4r (c < 32)                                               (1104 bytes)
 #include "cpu/repack.h"
 
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -37,6 +34,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "common/pages.h"
 #include "cpu/kernels.h"
 #include "quant/blocks.h"
 #include "quant/quant_types.h"
@@ -440,14 +438,6 @@ void unpack_block(uint32_t type, const uint8_t* src, int r, uint8_t* out) {
   }
 }
 
-// Hands the whole pages inside [p, p + n) back to the kernel (a read-only file mapping: they
-// are read again from the file if ever touched).
-void drop_pages(const uint8_t* p, size_t n) {
-  static const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-  const uintptr_t a = ((uintptr_t)p + page - 1) & ~(page - 1), b = ((uintptr_t)p + n) & ~(page - 1);
-  if (b > a) madvise((void*)a, b - a, MADV_DONTNEED);
-}
-
 }  // namespace
 
 bool rows8_supported(uint32_t type) { return group_block_bytes(type) != 0; }
@@ -491,7 +481,7 @@ Matrix repack_rows8(const Matrix& w, uint8_t* dst, bool drop_source) {
     }
     const size_t done = (size_t)(8 * (g + 1)) * w.row_bytes;
     if (drop_source && (done - dropped >= kDropEvery || g + 1 == w.rows / 8)) {
-      drop_pages(w.data + dropped, done - dropped);
+      release_pages(w.data + dropped, done - dropped);
       dropped = done;
     }
   }
