@@ -139,9 +139,6 @@ def worker(spec: dict) -> dict:
 
 
 def ours(spec: dict) -> dict:
-    env_isa = spec.get("isa")
-    if env_isa:
-        os.environ["QD_FORCE_ISA"] = env_isa
     out, _, rss = run_measured([sys.executable, __file__, "--worker", json.dumps(spec)])
     res = json.loads(out.strip().splitlines()[-1])
     res["rss_mb"] = rss

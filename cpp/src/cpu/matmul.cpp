@@ -23,13 +23,11 @@ const quant::TypeTraits& traits_or_throw(uint32_t type) {
   return *t;
 }
 
-// Weights in the rows8 layout on an ISA without a rows8 kernel for their type: each row back to
+// Rows [r0, r1) of a rows8 matrix on an ISA without a rows8 kernel for its type: each row back to
 // the GGUF layout, then that ISA's kernel on it (the reference the rows8 kernels are tested
 // against, and the path a matrix repacked for one ISA takes on another).
-thread_local GemmRowsFn tl_gguf_kernel = nullptr;
-
-void gemm_rows8_by_row(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t act_stride, int64_t n,
-                       float* y, int64_t ldy) {
+void gemm_rows8_by_row(GemmRowsFn gguf_kernel, const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act,
+                       size_t act_stride, int64_t n, float* y, int64_t ldy) {
   thread_local std::vector<uint8_t> row;
   row.resize(w.row_bytes);
   Matrix one = w;
@@ -38,7 +36,7 @@ void gemm_rows8_by_row(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* a
   one.data = row.data();
   for (int64_t r = r0; r < r1; r++) {
     copy_row(w, r, row.data());
-    tl_gguf_kernel(one, 0, 1, act, act_stride, n, y + r, ldy);
+    gguf_kernel(one, 0, 1, act, act_stride, n, y + r, ldy);
   }
 }
 
@@ -55,13 +53,14 @@ GemmKernel find_gguf_kernel(const KernelTable& table, const Matrix& w) {
   return k;
 }
 
-// The kernel for w and, for a rows8 matrix served row by row, the GGUF-layout kernel behind it.
-GemmKernel find_kernel(const KernelTable& table, const Matrix& w, GemmRowsFn* gguf_kernel) {
+// The kernel for w; *by_row: w is a rows8 matrix this ISA serves row by row (gemm_rows8_by_row),
+// and the kernel returned is its GGUF-layout one.
+GemmKernel find_kernel(const KernelTable& table, const Matrix& w, bool* by_row) {
+  *by_row = false;
   if (w.layout == Layout::gguf) return find_gguf_kernel(table, w);
   if (w.type < kMaxTypeId && table.rows8[w.type].fn) return table.rows8[w.type];
-  const GemmKernel k = find_gguf_kernel(table, w);
-  *gguf_kernel = k.fn;
-  return {gemm_rows8_by_row, k.act};
+  *by_row = true;
+  return find_gguf_kernel(table, w);
 }
 
 void check_shape(const Matrix& w) {
@@ -123,8 +122,8 @@ void matmul_impl(const Matrix& w, const float* x, int64_t n, float* y, int64_t l
   if (ldy < w.rows) throw ArgError("matmul: ldy " + std::to_string(ldy) + " < rows " + std::to_string(w.rows));
   if (n <= 0) return;
   const KernelTable& table = kernel_table(isa);
-  GemmRowsFn gguf_kernel = nullptr;
-  const GemmKernel k = find_kernel(table, w, &gguf_kernel);
+  bool by_row;
+  const GemmKernel k = find_kernel(table, w, &by_row);
 
   const uint8_t* act = (const uint8_t*)x;
   size_t stride = (size_t)w.cols * sizeof(float);
@@ -151,8 +150,13 @@ void matmul_impl(const Matrix& w, const float* x, int64_t n, float* y, int64_t l
   pool.run((int)(n_chunks * n_ablocks), [&](int task) {
     const int64_t c = task / n_ablocks, a0 = task % n_ablocks * kActBlock;
     const int64_t r0 = c * chunk, r1 = std::min(w.rows, r0 + chunk);
-    tl_gguf_kernel = gguf_kernel;
-    k.fn(w, r0, r1, act + (size_t)a0 * stride, stride, std::min(kActBlock, n - a0), y + a0 * ldy, ldy);
+    const uint8_t* a = act + (size_t)a0 * stride;
+    const int64_t m = std::min(kActBlock, n - a0);
+    if (by_row) {
+      gemm_rows8_by_row(k.fn, w, r0, r1, a, stride, m, y + a0 * ldy, ldy);
+    } else {
+      k.fn(w, r0, r1, a, stride, m, y + a0 * ldy, ldy);
+    }
   });
 }
 

@@ -63,6 +63,10 @@ struct Context::Impl {
   std::vector<uint8_t> head_seen;  // [n_vocab] when a subset is set
   std::vector<int32_t> head_ids;
   std::vector<uint8_t> head_rows;
+  // head_rows in the output matrix's own layout when that is rows8 (so the extra ids' logits are
+  // the same bits as in the full layer), rebuilt when ids are added.
+  cpu::Rows8Buffer head_packed;
+  bool head_packed_stale = true;
   std::vector<float> head_out;     // [rows][head_ids.size()]
 
   int cap = 0;  // rows the scratch below holds
@@ -160,6 +164,7 @@ struct Context::Impl {
       extra.data = head_rows.data();
       extra.rows = n_extra;
       extra.layout = cpu::Layout::gguf;
+      if (out.layout == cpu::Layout::rows8) extra = packed_head_rows(extra);
       head_out.resize((size_t)rows * n_extra);
       cpu::matmul(extra, xn.data(), rows, head_out.data(), n_extra, pool);
     }
@@ -174,6 +179,24 @@ struct Context::Impl {
     }
   }
 
+  // The extra rows repacked like the output matrix (padded with zero rows to a group of 8).
+  cpu::Matrix packed_head_rows(cpu::Matrix extra) {
+    const int64_t padded = (extra.rows + 7) / 8 * 8;
+    if (head_packed_stale) {
+      std::vector<uint8_t> rows(head_rows);
+      rows.resize((size_t)padded * extra.row_bytes, 0);
+      cpu::Matrix gguf = extra;
+      gguf.data = rows.data();
+      gguf.rows = padded;
+      head_packed = cpu::rows8_alloc(gguf);
+      cpu::repack_rows8(gguf, head_packed.get(), false);
+      head_packed_stale = false;
+    }
+    extra.data = head_packed.get();
+    extra.layout = cpu::Layout::rows8;
+    return extra;
+  }
+
   // Adds ids >= head_top not seen before to the draft head (up to kMaxHeadExtra).
   void head_add(const int32_t* ids, int n) {
     const cpu::Matrix& out = m.weights().output;
@@ -185,6 +208,7 @@ struct Context::Impl {
       const size_t at = head_rows.size();
       head_rows.resize(at + out.row_bytes);
       cpu::copy_row(out, id, head_rows.data() + at);
+      head_packed_stale = true;
     }
   }
 };
@@ -264,6 +288,7 @@ void Context::set_head_subset(int n_top, const std::vector<int32_t>& always) {
   d.head_top = n_top <= 0 || n_top >= V ? 0 : n_top;
   d.head_ids.clear();
   d.head_rows.clear();
+  d.head_packed_stale = true;
   d.head_seen.clear();
   if (d.head_top == 0) return;
   d.head_seen.assign((size_t)V, 0);

@@ -74,13 +74,12 @@ void k23_rows8_tile(const Matrix& w, int64_t r0, int64_t r1, const ActQ8_K* x, f
         }
       }
       const __m256 d = rows8_f16(blk);
+      __m256i offs[8];  // per pair of groups: Q3_K's scales (against its -4), Q2_K's mins
+      for (int u = 0; u < 8; u++) offs[u] = Q3 ? k23_rows8_scales<Q3>(blk, u) : q2k_rows8_mins(blk, u);
       for (int j = 0; j < R; j++) {
         const int16_t* bs = x[j].bsums + 16 * b;
         __m256i o = _mm256_setzero_si256();
-        for (int u = 0; u < 8; u++) {
-          const __m256i m = Q3 ? k23_rows8_scales<Q3>(blk, u) : q2k_rows8_mins(blk, u);
-          o = _mm256_add_epi32(o, _mm256_madd_epi16(m, rows8_bcast((const int8_t*)(bs + 2 * u))));
-        }
+        for (int u = 0; u < 8; u++) o = _mm256_add_epi32(o, _mm256_madd_epi16(offs[u], rows8_bcast((const int8_t*)(bs + 2 * u))));
         const __m256 xd = _mm256_set1_ps(x[j].d[b]);
         if constexpr (Q3) {
           const __m256i total = _mm256_sub_epi32(isum[j], _mm256_slli_epi32(o, 2));

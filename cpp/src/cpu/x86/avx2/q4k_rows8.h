@@ -72,11 +72,13 @@ void q4k_rows8_tile(const Matrix& w, int64_t r0, int64_t r1, const ActQ8_K* x, f
         q4k_rows8_sub<R, true, Q5>(blk, 2 * t + 1, xq, isum);
       }
       const __m256 d = rows8_f16(blk), dmin = rows8_f16(blk + 16);
+      __m256i mins[8];
+      for (int s = 0; s < 8; s++) mins[s] = rows8_u8_pairs(blk + 96 + 8 * s);
       for (int j = 0; j < R; j++) {
         __m256i msum = _mm256_setzero_si256();
         const int16_t* bs = x[j].bsums + 16 * b;
         for (int s = 0; s < 8; s++) {
-          msum = _mm256_add_epi32(msum, _mm256_madd_epi16(rows8_u8_pairs(blk + 96 + 8 * s), rows8_bcast((const int8_t*)(bs + 2 * s))));
+          msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mins[s], rows8_bcast((const int8_t*)(bs + 2 * s))));
         }
         const __m256 xd = _mm256_set1_ps(x[j].d[b]);
         acc[j] = _mm256_fmadd_ps(_mm256_mul_ps(d, xd), _mm256_cvtepi32_ps(isum[j]), acc[j]);
