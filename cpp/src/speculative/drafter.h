@@ -31,6 +31,12 @@ class Drafter {
   virtual int n_sources() const { return 1; }
   // The source the next proposal for `history` will come from (hybrid: 1 if n-gram matches).
   virtual int next_source(const std::vector<int32_t>& history) { return 0; }
+  // What one drafted token of `source` is expected to cost as a share of a target decode step,
+  // before any timing (the draft-length controller's starting point); < 0 when unknown.
+  virtual double cost_hint(int source) const { return -1.0; }
+  // The most tokens a proposal after plain steps catches up on (a model drafter's KV cache
+  // lags the text while the target decodes alone); 0 for drafters without a cache.
+  virtual int max_catch_up() const { return 0; }
   // Proposes up to req.k tokens continuing history (history is never empty). A drafter with
   // a KV cache brings it in line with history first: it drops what the target rejected and
   // evaluates what it did not produce itself.

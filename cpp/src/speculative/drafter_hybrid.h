@@ -14,6 +14,8 @@ class HybridDrafter : public Drafter {
   const char* name() const override { return "hybrid"; }
   int n_sources() const override { return 2; }
   int next_source(const std::vector<int32_t>& history) override;
+  double cost_hint(int source) const override { return source == 1 ? ngram_.cost_hint(0) : model_->cost_hint(0); }
+  int max_catch_up() const override { return model_->max_catch_up(); }
   void propose(const std::vector<int32_t>& history, const DraftRequest& req, Draft* out) override;
   bool prefill(const std::vector<int32_t>& history, int max_tokens) override {
     return model_->prefill(history, max_tokens);

@@ -11,8 +11,8 @@ namespace {
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 }  // namespace
 
-ModelDrafter::ModelDrafter(std::unique_ptr<LogitSource> model, std::string name, int max_lag)
-    : model_(std::move(model)), name_(std::move(name)), max_lag_(max_lag) {
+ModelDrafter::ModelDrafter(std::unique_ptr<LogitSource> model, std::string name, int max_lag, double cost_hint)
+    : model_(std::move(model)), name_(std::move(name)), max_lag_(max_lag), cost_hint_(cost_hint) {
   if (!model_) throw ArgError("ModelDrafter: no model");
   if (max_lag < 1) throw ArgError("ModelDrafter: max_lag must be >= 1");
   logits_.resize(model_->n_vocab());
@@ -120,6 +120,7 @@ void ModelDrafter::propose(const std::vector<int32_t>& history, const DraftReque
     out->first_seconds = catch_up_seconds / n_caught_up + choose;
   }
   out->catch_up_seconds = std::max(0.0, catch_up_seconds + choose - out->first_seconds);
+  out->catch_up_tokens = n_caught_up - 2;
 }
 
 }  // namespace qd::speculative

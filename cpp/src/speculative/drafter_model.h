@@ -17,8 +17,11 @@ class ModelDrafter : public Drafter {
  public:
   // max_lag: when the drafter is further behind the history than this (after plain steps),
   // it restarts from the last max_lag tokens instead of evaluating them all.
-  ModelDrafter(std::unique_ptr<LogitSource> model, std::string name, int max_lag = 64);
+  // cost_hint: a drafted token's expected cost as a share of a target step (< 0 unknown).
+  ModelDrafter(std::unique_ptr<LogitSource> model, std::string name, int max_lag = 64, double cost_hint = -1.0);
   const char* name() const override { return name_.c_str(); }
+  double cost_hint(int) const override { return cost_hint_; }
+  int max_catch_up() const override { return max_lag_; }
   void propose(const std::vector<int32_t>& history, const DraftRequest& req, Draft* out) override;
   bool prefill(const std::vector<int32_t>& history, int max_tokens) override;
 
@@ -36,6 +39,7 @@ class ModelDrafter : public Drafter {
   std::unique_ptr<LogitSource> model_;
   std::string name_;
   int max_lag_;
+  double cost_hint_;
   size_t offset_ = 0;            // cached_[i] is history[offset_ + i]
   std::vector<int32_t> cached_;  // tokens in the draft's KV cache, in order
   std::vector<float> logits_;    // [n_vocab]

@@ -2,11 +2,14 @@
 // into the speculative loop (speculative::Generator).
 #include "quickdraft/engine.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <mutex>
 
 #include "common/error.h"
 #include "gguf/gguf_file.h"
 #include "model/model.h"
+#include "quant/quant_types.h"
 #include "speculative/compat.h"
 #include "speculative/context_source.h"
 #include "speculative/drafter_hybrid.h"
@@ -78,15 +81,43 @@ struct Engine::Parts {
 
 namespace {
 
+// Bytes of weights one decode step of `m` reads, as it computes (requantized types included):
+// the layers not in `skip`, and the output layer (a tied one counted once; the embedding table
+// is only looked up), scaled by head_rows / n_vocab when only a head subset is scored. Decode
+// streams its weights, so this ratio between two models is their decode cost ratio.
+double decode_weight_bytes(const Model& m, const std::vector<int>& skip, int head_rows) {
+  const gguf::File& f = m.file();
+  const bool tied = f.find_tensor("output.weight") == nullptr;
+  double bytes = 0;
+  for (const auto& [name, type] : m.matrix_types()) {
+    const gguf::TensorInfo* t = f.find_tensor(name);
+    const quant::TypeTraits* tt = quant::type_traits(type);
+    if (!t || !tt) continue;
+    const bool output = name == "output.weight" || (tied && name == "token_embd.weight");
+    if (name == "token_embd.weight" && !output) continue;
+    int layer = -1;
+    if (std::sscanf(name.c_str(), "blk.%d.", &layer) == 1 && std::count(skip.begin(), skip.end(), layer)) continue;
+    double b = (double)(t->n_elements() / tt->block_size) * (double)tt->type_size;
+    if (output && head_rows > 0) b *= std::min(1.0, (double)head_rows / m.n_vocab());
+    bytes += b;
+  }
+  return bytes;
+}
+
 // A drafter over its own context on `pool` (the target's): skipped layers for self-drafting,
-// and the draft head for large vocabularies (the stop ids always in it).
-std::unique_ptr<ModelDrafter> context_drafter(std::shared_ptr<const Model> m, std::shared_ptr<ThreadPool> pool,
-                                              std::vector<int> skip, const char* name, const EngineOptions& opt) {
+// and the draft head for large vocabularies (the stop ids always in it). Its cost hint is its
+// decode bytes over the target's.
+std::unique_ptr<ModelDrafter> context_drafter(std::shared_ptr<const Model> m, const Model& target,
+                                              std::shared_ptr<ThreadPool> pool, std::vector<int> skip,
+                                              const char* name, const EngineOptions& opt) {
   const int head = draft_head_rows(opt, m->n_vocab());
+  const double full = decode_weight_bytes(target, {}, 0);
+  const double hint = full > 0 ? decode_weight_bytes(*m, skip, head) / full : -1.0;
   auto ctx = std::make_unique<Context>(std::move(m), opt.n_ctx, std::move(pool));
   if (!skip.empty()) ctx->set_skip_layers(std::move(skip));
   if (head > 0) ctx->set_head_subset(head, opt.stop_ids);
-  return std::make_unique<ModelDrafter>(std::make_unique<ContextSource>(std::move(ctx)), name, opt.draft_max_lag);
+  return std::make_unique<ModelDrafter>(std::make_unique<ContextSource>(std::move(ctx)), name, opt.draft_max_lag,
+                                        hint);
 }
 
 }  // namespace
@@ -117,7 +148,7 @@ Engine::Engine(const std::string& target_path, const EngineOptions& options) : p
     case DrafterKind::ngram: p.drafter = std::make_unique<NgramDrafter>(opt.ngram_min, opt.ngram_max); break;
     case DrafterKind::self: {
       std::vector<int> skip = opt.skip_layers.empty() ? default_skip_layers(target->n_layer()) : opt.skip_layers;
-      p.drafter = context_drafter(target, pool, std::move(skip), "self", opt);
+      p.drafter = context_drafter(target, *target, pool, std::move(skip), "self", opt);
       break;
     }
     case DrafterKind::model:
@@ -126,7 +157,7 @@ Engine::Engine(const std::string& target_path, const EngineOptions& options) : p
       load.requantize = opt.draft_quant;
       std::shared_ptr<const Model> draft = Model::load(opt.draft_path, load);
       speculative::check_compatible(target->file(), draft->file());
-      auto md = context_drafter(draft, pool, opt.draft_skip, "draft", opt);
+      auto md = context_drafter(draft, *target, pool, opt.draft_skip, "draft", opt);
       if (opt.drafter == DrafterKind::model) {
         p.drafter = std::move(md);
       } else {

@@ -21,6 +21,8 @@ Generator::Generator(LogitSource& target, Drafter* drafter, const TokenStreamSou
   if (!(cfg_.p_min >= 0.0f && cfg_.p_min <= 1.0f)) throw ArgError("p_min must be in [0, 1]");
   if (cfg_.prefill_chunk < 1) throw ArgError("prefill_chunk must be >= 1");
   stats_.drafter = drafter_ ? drafter_->name() : "none";
+  for (int i = 0; drafter_ && i < drafter_->n_sources(); i++)
+    length_.set_cost_hint(i, drafter_->cost_hint(i), i == 0 ? drafter_->max_catch_up() : 0);
 }
 
 bool Generator::is_stop_id(int32_t t) const {
@@ -112,7 +114,7 @@ void Generator::speculate_step(std::vector<Chunk>* out) {
     } else {
       length_.record_draft(source, n, dt / std::max(1, n));
     }
-    if (draft_.catch_up_seconds >= 0) length_.record_catch_up(source, draft_.catch_up_seconds);
+    if (draft_.catch_up_seconds >= 0) length_.record_catch_up(source, draft_.catch_up_seconds, draft_.catch_up_tokens);
   }
   const int n_draft = (int)draft_.tokens.size();
 
