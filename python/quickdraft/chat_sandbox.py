@@ -24,7 +24,7 @@ import threading
 from typing import Any, Iterator
 
 from jinja2.compiler import CodeGenerator
-from jinja2.sandbox import ImmutableSandboxedEnvironment
+from jinja2.sandbox import ImmutableSandboxedEnvironment, safe_range
 from jinja2.utils import _PassArg
 
 DEFAULT_TIME_LIMIT = 2.0  # seconds per render
@@ -49,8 +49,9 @@ def _int_bits(x: Any) -> float:
 
 
 def _check_int_arg(x: Any, where: str) -> None:
-    if isinstance(x, int) and not isinstance(x, bool):
-        _size(abs(x), f"the integer argument of {where}")
+    limit = _max_chars.get()
+    if isinstance(x, int) and not isinstance(x, bool) and abs(x) > limit:
+        raise LimitExceeded(f"{where} was given the integer {x}, over the limit of {limit} (max_chars)")
 
 
 _NUMBER = re.compile(r"\d+")
@@ -94,6 +95,8 @@ def _check_replace(s: Any, args: tuple, kwargs: dict) -> None:
 
 
 def _check_call(obj: Any, args: tuple, kwargs: dict) -> None:
+    if obj is safe_range:  # capped by the sandbox itself (MAX_RANGE)
+        return
     name = getattr(obj, "__name__", "a call")
     for x in (*args, *kwargs.values()):
         _check_int_arg(x, name + "()")

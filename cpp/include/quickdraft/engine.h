@@ -57,7 +57,7 @@ struct EngineOptions {
   std::string draft_path;        // the draft GGUF for model and hybrid
   std::vector<int> skip_layers;  // layers self skips; empty: default_skip_layers(n_layer)
   int n_ctx = 4096;              // tokens of KV cache, target and draft alike
-  int threads = 0;               // 0: one per physical core
+  int threads = 0;               // 0: one per CPU this process may run on; at most ThreadPool::kMaxThreads (1024)
   int draft_max = 8;             // most tokens drafted per step
   bool adaptive = true;          // pick each step's draft length from measured costs and acceptance
   float p_min = 0.0f;            // a model drafter stops when its top probability falls below (after one token)
