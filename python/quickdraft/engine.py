@@ -296,12 +296,10 @@ class Engine:
         stop: Union[None, str, Sequence[str]] = None,
         ignore_eos: bool = False,
     ) -> "Stream":
-        """Yields Pieces as the target accepts them. prompt: text, or a list of token ids (bytes
-        are refused: decode them first). temperature=0 is greedy; seed=None picks a random seed
-        (in ``stats.seed``), else an integer in [0, 2**64); stop strings end generation and are
-        not emitted. Closing the iterator (or Ctrl-C) stops within one step; ``.completion``
-        (and ``engine.last_completion``) then holds what was produced, with finish_reason
-        "cancelled". The stream holds the engine until it ends (see the class docstring)."""
+        """Yields Pieces as the target accepts them. temperature=0 is greedy; seed=None picks
+        a random seed (in ``stats.seed``); stop strings end generation and are not emitted.
+        Closing the iterator (or Ctrl-C) stops within one step; ``engine.last_completion``
+        then holds what was produced, with finish_reason "cancelled"."""
         core = self._engine()
         if isinstance(prompt, str):
             ids = list(self.tokenize(_checks.text("prompt", prompt)))
@@ -326,13 +324,15 @@ class Engine:
         opt.stop = [_checks.text(f"stop[{i}]", x) for i, x in enumerate(stops)]
         opt.ignore_eos = bool(ignore_eos)
         opt.reproducible = reproducible
-        return self._run(ids, opt)
+        return self._run(core, ids, opt)
 
-    def _run(self, ids, opt) -> "Stream":
+    def _run(self, core, ids, opt) -> "Stream":
         # Validate and start eagerly, so bad arguments raise at the call, not at first next().
+        # The prompt is a str or token ids (bytes are refused), a seed in [0, 2**64); the
+        # stream holds the engine until it ends (see the class docstring).
         release = self._acquire()
         try:
-            core = self._engine()
+            core = self._engine()  # closed while this call waited?
             core.start(ids, opt)
             self.last_completion = None
             return Stream(self, core, release)
