@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+import warnings
 
-from . import models
+from . import _checks, models
 
 DEFAULT_PROMPT = "Write a Python function that returns the n-th Fibonacci number, with a docstring and a short test."
 
@@ -71,8 +72,16 @@ def _make_engine(args, draft: str | None = "__args__"):
         kw["draft_max"] = args.draft_max
     if args.draft_quant and draft not in (None, "ngram", "self"):
         kw["draft_quant"] = args.draft_quant
-    engine = Engine(target, draft=draft, **kw)
+    with warnings.catch_warnings(record=True) as caught:  # shown after the "loading" line
+        warnings.simplefilter("always")
+        try:
+            engine = Engine(target, draft=draft, **kw)
+        except BaseException:
+            print(file=sys.stderr)  # end the "loading" line before the error
+            raise
     print(f" done in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    for w in caught:
+        print(f"quickdraft: warning: {w.message}", file=sys.stderr)
     return engine
 
 
@@ -101,17 +110,15 @@ def _stream_to_stdout(pieces, show_draft: bool):
 
 
 def _prompt_for(engine, text: str, raw: bool):
-    if raw:
+    if raw or engine.tokenizer.chat_template is None:  # no template (base model): plain text
         return text
-    try:
-        return engine.tokenizer.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True)
-    except Exception:  # no template (base model): plain text
-        return text
+    return engine.tokenizer.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True)
 
 
 def _cmd_run(args) -> int:
+    text = _checks.text("prompt", args.prompt or DEFAULT_PROMPT)  # before loading: argv may hold any bytes
     engine = _make_engine(args)
-    prompt = _prompt_for(engine, args.prompt or DEFAULT_PROMPT, args.raw)
+    prompt = _prompt_for(engine, text, args.raw)
     it = engine.stream(prompt, **_sampling_kwargs(args))
     try:
         _stream_to_stdout(it, args.show_draft)
@@ -266,17 +273,28 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _warning_line(message, category, filename, lineno, line=None) -> str:
+    return f"quickdraft: warning: {message}\n"
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Runs a command; a bad argument, file or model is one "quickdraft: error: ..." line and exit 2."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
         return 1
+    from ._core import QuickdraftError
+
+    warnings.formatwarning = _warning_line  # warnings for the user, not source lines
     try:
         return args.func(args)
     except KeyboardInterrupt:
         return 130
-    except (ValueError, FileNotFoundError) as e:
+    except MemoryError as e:
+        print(f"quickdraft: error: out of memory{': ' + str(e) if str(e) else ''}", file=sys.stderr)
+        return 2
+    except (ValueError, OSError, QuickdraftError) as e:  # GGUFError, ChatTemplateError are ValueErrors
         print(f"quickdraft: error: {e}", file=sys.stderr)
         return 2
     except ImportError as e:

@@ -2,6 +2,8 @@
 // and the forward pass that runs the family's layers over micro-batches of the input.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <string>
 
 #include "common/checked.h"
 #include "common/error.h"
@@ -35,11 +37,31 @@ const model::TransformerModel& as_transformer(const std::shared_ptr<const Model>
   return *t;
 }
 
+// "12 GiB"-style size of n bytes, for messages.
+std::string human_bytes(double n) {
+  const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  int u = 0;
+  while (n >= 1024.0 && u < 5) n /= 1024.0, u++;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", n, units[u]);
+  return buf;
+}
+
+[[noreturn]] void kv_too_large(const Hparams& hp, int n_ctx, const char* why) {
+  const double bytes = 2.0 * 2.0 * hp.n_layer * (double)n_ctx * hp.n_head_kv * hp.head_dim;
+  char exact[32];
+  std::snprintf(exact, sizeof exact, "%.0f", bytes);
+  throw ArgError("n_ctx " + std::to_string(n_ctx) + " needs a KV cache of " + exact + " bytes (" + human_bytes(bytes) +
+                 ": keys and values in F16 for " + std::to_string(hp.n_layer) + " layers x " +
+                 std::to_string(hp.n_head_kv * hp.head_dim) + " values per position), " + why +
+                 "; use a smaller n_ctx");
+}
+
 void check_kv_size(const Hparams& hp, int n_ctx) {
   uint64_t n = 0;
   if (!checked_mul((uint64_t)hp.n_layer, (uint64_t)n_ctx, &n) ||
       !checked_mul(n, (uint64_t)hp.n_head_kv * (uint64_t)hp.head_dim, &n) || n > (SIZE_MAX >> 3)) {
-    throw ArgError("Context: n_ctx " + std::to_string(n_ctx) + " is too large for this model's KV cache");
+    kv_too_large(hp, n_ctx, "more than this machine can address");
   }
 }
 
@@ -223,7 +245,11 @@ Context::Context(std::shared_ptr<const Model> model, int n_ctx, std::shared_ptr<
   if (!pool) throw ArgError("Context: thread pool is null");
   check_kv_size(m.hparams(), n_ctx);  // throws before allocating when it would overflow
   n_ctx_ = n_ctx;
-  impl_ = std::make_unique<Impl>(m, n_ctx, std::move(pool));
+  try {
+    impl_ = std::make_unique<Impl>(m, n_ctx, std::move(pool));
+  } catch (const std::bad_alloc&) {
+    kv_too_large(m.hparams(), n_ctx, "which cannot be allocated");
+  }
 }
 
 std::shared_ptr<ThreadPool> Context::thread_pool() const { return impl_->pool_owner; }

@@ -70,7 +70,7 @@ const std::vector<std::string>& Model::supported_archs() {
 }
 
 std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOptions& opt) {
-  auto file = std::make_shared<const gguf::File>(path);
+  auto file = std::make_shared<const gguf::File>(path, opt.mmap);
   const std::optional<std::string> arch = file->get_string("general.architecture");
   if (!arch) throw GGUFError(path + ": missing metadata key 'general.architecture'");
   for (const auto& [name, load_family] : families()) {

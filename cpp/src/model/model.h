@@ -27,6 +27,9 @@ struct LoadOptions {
   // stored in a wider type (more bytes per weight) is requantized to it at load, through float32
   // row by row, into memory that replaces the mapped pages. Empty: the weights as stored.
   std::string requantize;
+  // Map the file (true) or read it into memory (false: immune to the file being truncated or
+  // rewritten while in use). Repacked and requantized weights live in memory either way.
+  bool mmap = true;
 };
 
 struct Hparams {

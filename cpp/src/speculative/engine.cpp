@@ -67,6 +67,8 @@ struct Engine::Parts {
   std::unique_ptr<TokenStreamSource> text;
   std::shared_ptr<const Tokenizer> tok;  // null for models without tokenizer metadata
   std::unique_ptr<Generator> gen;
+  std::vector<std::shared_ptr<const gguf::File>> files;  // checked at start()
+  int n_ctx_train = 0;
   std::mutex mu;  // one start() or step() at a time
 
   void finish(const EngineOptions& opt) {
@@ -125,7 +127,11 @@ std::unique_ptr<ModelDrafter> context_drafter(std::shared_ptr<const Model> m, co
 Engine::Engine(const std::string& target_path, const EngineOptions& options) : parts_(std::make_unique<Parts>()) {
   Parts& p = *parts_;
   EngineOptions opt = options;
-  std::shared_ptr<const Model> target = Model::load(target_path);
+  LoadOptions target_load;
+  target_load.mmap = opt.mmap;
+  std::shared_ptr<const Model> target = Model::load(target_path, target_load);
+  p.files.push_back(target->file_ptr());
+  p.n_ctx_train = target->hparams().n_ctx_train;
   if (target->file().find("tokenizer.ggml.tokens")) {
     p.tok = std::make_shared<Tokenizer>(target->file());
     p.text = std::make_unique<TokenizerStreams>(p.tok);
@@ -155,7 +161,9 @@ Engine::Engine(const std::string& target_path, const EngineOptions& options) : p
     case DrafterKind::hybrid: {
       LoadOptions load;
       load.requantize = opt.draft_quant;
+      load.mmap = opt.mmap;
       std::shared_ptr<const Model> draft = Model::load(opt.draft_path, load);
+      p.files.push_back(draft->file_ptr());
       speculative::check_compatible(target->file(), draft->file());
       auto md = context_drafter(draft, *target, pool, opt.draft_skip, "draft", opt);
       if (opt.drafter == DrafterKind::model) {
@@ -183,6 +191,7 @@ Engine::~Engine() = default;
 
 void Engine::start(const std::vector<int32_t>& prompt, const GenerateOptions& opt) {
   std::lock_guard<std::mutex> lock(parts_->mu);
+  for (const auto& f : parts_->files) f->check_unchanged();
   parts_->gen->start(prompt, opt);
 }
 
@@ -214,6 +223,7 @@ const Stats& Engine::stats() const { return parts_->gen->stats(); }
 const char* Engine::drafter() const { return parts_->drafter ? parts_->drafter->name() : "none"; }
 int Engine::n_vocab() const { return parts_->target->n_vocab(); }
 int Engine::n_ctx() const { return parts_->target->n_ctx(); }
+int Engine::n_ctx_train() const { return parts_->n_ctx_train; }
 bool Engine::has_tokenizer() const { return parts_->tok != nullptr; }
 
 const Tokenizer& Engine::tokenizer() const {
