@@ -2,7 +2,7 @@
 
 Independent of quickdraft: the file is read with ``gguf.GGUFReader`` and every weight is
 dequantized with ``gguf.quants.dequantize``. The architectures follow llama.cpp's graphs
-(llama, qwen2, gemma3). The whole sequence is computed at once with a causal mask, no cache.
+(llama, qwen2, gemma3, qwen3). The whole sequence is computed at once with a causal mask, no cache.
 
 Keys and values are rounded to float16 before attention, because that is how quickdraft's
 KV cache stores them (its documented default). As llama.cpp does (its KQ and KQV matmuls against
@@ -30,7 +30,7 @@ from gguf import GGUFReader
 from gguf.quants import dequantize
 
 # llama.cpp's rope type per architecture: NEOX pairs i with i + n_rot/2, "normal" pairs 2i with 2i+1.
-ROPE_NEOX = {"llama": False, "qwen2": True, "gemma3": True}
+ROPE_NEOX = {"llama": False, "qwen2": True, "gemma3": True, "qwen3": True}
 
 
 @dataclass

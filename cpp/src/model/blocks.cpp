@@ -23,7 +23,7 @@ void attention_block(Step& s, const LayerWeights& L, int il) {
   s.note("Qcur", il, s.q, q_dim);
   s.note("Kcur", il, s.k, kv_dim);
   s.note("Vcur", il, s.v, kv_dim);
-  if (L.q_norm) {  // per-head RMS norm of q and k before rope (Gemma 3)
+  if (L.q_norm) {  // per-head RMS norm of q and k before rope (Gemma 3, Qwen3)
     rmsnorm(s.q, L.q_norm, n * hp.n_head, hd, hp.rms_eps, s.q);
     rmsnorm(s.k, L.k_norm, n * hp.n_head_kv, hd, hp.rms_eps, s.k);
   }

@@ -20,6 +20,7 @@ const std::vector<std::pair<std::string, Loader>>& families() {
       {"llama", model::load_llama},
       {"qwen2", model::load_qwen2},
       {"gemma3", model::load_gemma3},
+      {"qwen3", model::load_qwen3},
   };
   return kFamilies;
 }

@@ -30,7 +30,7 @@ struct LoadOptions {
 };
 
 struct Hparams {
-  std::string arch;  // "llama", "qwen2", "gemma3"
+  std::string arch;  // general.architecture: "llama", "qwen2", "gemma3", "qwen3", ...
   int n_vocab = 0, n_ctx_train = 0, n_embd = 0, n_layer = 0, n_head = 0, n_head_kv = 0;
   int head_dim = 0, n_ff = 0;
   float rms_eps = 1e-5f, rope_base = 10000.0f, rope_base_swa = 10000.0f;

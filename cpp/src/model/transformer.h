@@ -28,8 +28,8 @@ struct LayerWeights {
   const float* bq = nullptr;              // [n_head * head_dim]     qwen2 only
   const float* bk = nullptr;              // [n_head_kv * head_dim]  qwen2 only
   const float* bv = nullptr;              // [n_head_kv * head_dim]  qwen2 only
-  const float* q_norm = nullptr;          // [head_dim]              gemma3 only
-  const float* k_norm = nullptr;          // [head_dim]              gemma3 only
+  const float* q_norm = nullptr;          // [head_dim]              gemma3, qwen3
+  const float* k_norm = nullptr;          // [head_dim]              gemma3, qwen3
   const float* post_attn_norm = nullptr;  // [n_embd]                gemma3 only
   const float* post_ffw_norm = nullptr;   // [n_embd]                gemma3 only
 };
@@ -134,6 +134,7 @@ void prenorm_layer(Step& s, const LayerWeights& L, int il, Act act);
 std::shared_ptr<TransformerModel> load_llama(const gguf::File& file);
 std::shared_ptr<TransformerModel> load_qwen2(const gguf::File& file);
 std::shared_ptr<TransformerModel> load_gemma3(const gguf::File& file);
+std::shared_ptr<TransformerModel> load_qwen3(const gguf::File& file);
 
 }  // namespace model
 }  // namespace qd
