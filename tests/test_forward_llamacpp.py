@@ -10,8 +10,10 @@ avx512 / avx2 / scalar kernels against llama.cpp's AVX2 build):
    cache, the roped queries, the softmax probabilities) may round the other way, which these sharp
    tiny models amplify to ~5e-4 of the std: tolerance 5e-3, as test_forward_tiny's float one.
  * F16: llama.cpp's CPU matmul converts the activations to float16 (F16's vec_dot type) where
-   quickdraft keeps them float32: 2^-11 relative error per activation, ~5e-3 of the std measured
-   (the numpy oracle, which keeps float32 too, differs from llama.cpp by the same): tolerance 2e-2.
+   quickdraft keeps them float32: 2^-11 relative error per activation, up to 2.0e-2 of the std
+   measured (smollm3). The numpy oracle, float32 activations too, differs from llama.cpp by the
+   same 2.0e-2; rounding its activations to float16 shrinks that to 4.7e-3, which locates the
+   cause: tolerance 5e-2.
  * Q8_0, Q4_0: both round activations to 8-bit blocks the same way, so rows agree to float32 noise,
    except where an activation lands within that noise of a rounding boundary and rounds the other
    way: one 8-bit step (max|x|/127 of its block) in one element, amplified to at most ~6e-2 of the
@@ -28,7 +30,7 @@ import quickdraft
 from fixtures.tiny_models import write_tiny_model
 from reference.record_llamacpp_logits import CASES, OUT, load, spec_of, tensor_digest
 
-TOLERANCE = {"F32": 5e-3, "F16": 2e-2, "Q8_0": 1e-1, "Q4_0": 1e-1}
+TOLERANCE = {"F32": 5e-3, "F16": 5e-2, "Q8_0": 1e-1, "Q4_0": 1e-1}
 MIN_TOP1 = 0.99
 
 

@@ -2,7 +2,7 @@
 
 Independent of quickdraft: the file is read with ``gguf.GGUFReader`` and every weight is
 dequantized with ``gguf.quants.dequantize``. The architectures follow llama.cpp's graphs
-(llama, qwen2, gemma3, qwen3). The whole sequence is computed at once with a causal mask, no cache.
+(llama, qwen2, gemma3, qwen3, smollm3). The whole sequence is computed at once with a causal mask, no cache.
 
 Keys and values are rounded to float16 before attention, because that is how quickdraft's
 KV cache stores them (its documented default). As llama.cpp does (its KQ and KQV matmuls against
@@ -30,7 +30,7 @@ from gguf import GGUFReader
 from gguf.quants import dequantize
 
 # llama.cpp's rope type per architecture: NEOX pairs i with i + n_rot/2, "normal" pairs 2i with 2i+1.
-ROPE_NEOX = {"llama": False, "qwen2": True, "gemma3": True, "qwen3": True}
+ROPE_NEOX = {"llama": False, "qwen2": True, "gemma3": True, "qwen3": True, "smollm3": False}
 
 
 @dataclass
@@ -188,7 +188,8 @@ class NumpyTransformer:
         local = hp.swa[il]
         base, scale = (10000.0, 1.0) if local else (hp.rope_base, hp.rope_scale)
         neox = ROPE_NEOX[hp.arch]
-        q, k = _rope(q, pos, hp.n_rot, base, scale, neox), _rope(k, pos, hp.n_rot, base, scale, neox)
+        if not (hp.arch == "smollm3" and (il + 1) % 4 == 0):  # SmolLM3: no rope on every 4th layer
+            q, k = _rope(q, pos, hp.n_rot, base, scale, neox), _rope(k, pos, hp.n_rot, base, scale, neox)
         q = _f16(q)
         k = k.astype(self.kv_dtype).astype(np.float64)
         v = v.astype(self.kv_dtype).astype(np.float64)

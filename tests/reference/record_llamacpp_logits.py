@@ -35,7 +35,7 @@ sys.path.insert(0, str(TESTS))
 from fixtures.tiny_models import TinySpec, write_tiny_model  # noqa: E402
 
 OUT = TESTS / "data" / "llamacpp_logits"
-N_SEQ, N_TOK = 2, 16  # sequences per case, tokens per sequence
+N_SEQ, N_TOK = 4, 32  # sequences per case, tokens per sequence: 128 positions, so one near-tie flip leaves 99.2 %
 IDS_SEED = 7
 
 # The float and block-quantized types gguf.quants writes; K-quants would need llama-quantize.
@@ -44,14 +44,16 @@ WTYPES = ("F32", "F16", "Q8_0", "Q4_0")
 
 def _base(arch: str) -> dict:
     """Several layers, GQA 2, and the family's distinctive shape."""
-    spec = dict(arch=arch, n_layer=3, n_head=4, n_head_kv=2, n_vocab=96, n_embd=64, n_ff=96, seed=11)
+    spec = dict(arch=arch, n_layer=3, n_head=4, n_head_kv=2, n_vocab=64, n_embd=64, n_ff=96, seed=11)
     if arch == "qwen3":
         spec.update(head_dim=32)  # head_dim decoupled from n_embd / n_head (16), as in Qwen3
+    if arch == "smollm3":
+        spec.update(n_layer=5)  # layer 3 is a no-rope layer, layers 0-2 and 4 rope
     return spec
 
 
 CASES: dict[str, dict] = {}
-for _arch in ("qwen3",):
+for _arch in ("qwen3", "smollm3"):
     for _w in WTYPES:
         CASES[f"{_arch}-{_w.lower()}"] = dict(_base(_arch), wtype=_w)
 

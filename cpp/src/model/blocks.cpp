@@ -29,8 +29,10 @@ void attention_block(Step& s, const LayerWeights& L, int il) {
   }
   const bool swa = hp.swa_layers[(size_t)il] != 0;
   const RopeRows& r = swa ? s.rope_swa : s.rope_global;
-  rope(s.q, n, hp.n_head, hd, hp.n_rot, hp.rope_neox, r.cos, r.sin);
-  rope(s.k, n, hp.n_head_kv, hd, hp.n_rot, hp.rope_neox, r.cos, r.sin);
+  if (!hp.nope_layers[(size_t)il]) {
+    rope(s.q, n, hp.n_head, hd, hp.n_rot, hp.rope_neox, r.cos, r.sin);
+    rope(s.k, n, hp.n_head_kv, hd, hp.n_rot, hp.rope_neox, r.cos, r.sin);
+  }
   s.note("Qrope", il, s.q, q_dim);
   s.note("Krope", il, s.k, kv_dim);
   round_to_half(s.q, (int64_t)n * q_dim);  // as llama.cpp's KQ matmul against F16 keys does

@@ -133,6 +133,7 @@ void Loader::read_common_hparams() {
   hp.attn_scale = 1.0f / std::sqrt((float)hp.head_dim);
   hp.logit_softcap = float_in("final_logit_softcapping", 0.0, 0.0, 1e30);
   hp.swa_layers.assign((size_t)hp.n_layer, 0);
+  hp.nope_layers.assign((size_t)hp.n_layer, 0);
 }
 
 void Loader::read_common_weights(LayerParts parts) {

@@ -21,6 +21,7 @@ const std::vector<std::pair<std::string, Loader>>& families() {
       {"qwen2", model::load_qwen2},
       {"gemma3", model::load_gemma3},
       {"qwen3", model::load_qwen3},
+      {"smollm3", model::load_smollm3},
   };
   return kFamilies;
 }

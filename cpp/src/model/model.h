@@ -43,6 +43,7 @@ struct Hparams {
   float attn_scale = 0.0f;         // multiplies q.k before the softmax
   float embd_scale = 1.0f;         // multiplies the token embeddings
   std::vector<uint8_t> swa_layers; // [n_layer]: 1 where the layer attends within sliding_window
+  std::vector<uint8_t> nope_layers;  // [n_layer]: 1 where q and k get no rope (SmolLM3's every 4th)
 };
 
 class Model {

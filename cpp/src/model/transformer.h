@@ -135,6 +135,7 @@ std::shared_ptr<TransformerModel> load_llama(const gguf::File& file);
 std::shared_ptr<TransformerModel> load_qwen2(const gguf::File& file);
 std::shared_ptr<TransformerModel> load_gemma3(const gguf::File& file);
 std::shared_ptr<TransformerModel> load_qwen3(const gguf::File& file);
+std::shared_ptr<TransformerModel> load_smollm3(const gguf::File& file);
 
 }  // namespace model
 }  // namespace qd
