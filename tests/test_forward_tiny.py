@@ -93,6 +93,11 @@ ROPE_SETTINGS = {
     "base500": dict(rope_base=500.0),
     "base1e6_linear4": dict(rope_base=1e6, rope_linear_factor=4.0),
     "partial_rot": dict(n_rot=8),  # head_dim 16: half of each head is not rotated
+    # YaRN (Qwen2.5 / Qwen3 long context): pairs 0..3 ramp between the original and the scaled angle
+    "yarn4": dict(rope_scaling="yarn", rope_factor=4.0, rope_orig_ctx=64),
+    "linear2_attn_factor": dict(rope_scaling="linear", rope_factor=2.0, rope_attn_factor=0.8),
+    "factor_without_type": dict(rope_factor=2.0),  # llama.cpp reads a missing type as linear
+    "none_ignores_factor": dict(rope_scaling="none", rope_factor=8.0),
 }
 
 

@@ -44,7 +44,10 @@ class Hparams:
     n_rot: int
     eps: float
     rope_base: float
-    rope_scale: float  # multiplies positions on global layers (1 / linear factor)
+    rope_scale: float  # multiplies positions on global layers (1 / rope.scaling.factor)
+    rope_yarn: bool  # rope.scaling.type yarn
+    rope_attn_factor: float  # rope.scaling.attn_factor
+    n_ctx_orig: int  # rope.scaling.original_context_length (yarn's correction dims)
     swa: list  # per layer: True for sliding-window layers
     window: int
     attn_scale: float
@@ -69,8 +72,10 @@ def _hparams(meta: dict) -> Hparams:
     E, H = int(g("embedding_length")), int(g("attention.head_count"))
     L = int(g("block_count"))
     head_dim = int(g("attention.key_length", E // H))
-    scaling = g("rope.scaling.type", "none")
-    rope_scale = 1.0 / float(g("rope.scaling.factor")) if scaling == "linear" else 1.0
+    # As llama.cpp reads them: no type means linear, the factor defaults to 1 (0 means 1 too).
+    scaling = g("rope.scaling.type", "linear")
+    factor = float(g("rope.scaling.factor", g("rope.scale_linear", 0.0))) or 1.0
+    rope_scale = 1.0 / factor if scaling in ("linear", "yarn") else 1.0
     swa, window = [False] * L, 0
     attn_scale = 1.0 / math.sqrt(head_dim)
     eps = float(g("attention.layer_norm_rms_epsilon", 1e-5))
@@ -84,7 +89,9 @@ def _hparams(meta: dict) -> Hparams:
         attn_scale = 1.0 / math.sqrt(pre)
     return Hparams(arch=arch, n_embd=E, n_layer=L, n_head=H, n_head_kv=int(g("attention.head_count_kv", H)),
                    head_dim=head_dim, n_rot=int(g("rope.dimension_count", head_dim)), eps=eps,
-                   rope_base=float(g("rope.freq_base", 10000.0)), rope_scale=rope_scale, swa=swa, window=window,
+                   rope_base=float(g("rope.freq_base", 10000.0)), rope_scale=rope_scale, rope_yarn=scaling == "yarn",
+                   rope_attn_factor=float(g("rope.scaling.attn_factor", 1.0)),
+                   n_ctx_orig=int(g("rope.scaling.original_context_length", g("context_length", 0))), swa=swa, window=window,
                    attn_scale=attn_scale, softcap=float(g("final_logit_softcapping", 0.0)))
 
 
@@ -92,11 +99,30 @@ def _rmsnorm(x: np.ndarray, w: np.ndarray, eps: float) -> np.ndarray:
     return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * w
 
 
-def _rope(x: np.ndarray, pos: np.ndarray, n_rot: int, base: float, scale: float, neox: bool) -> np.ndarray:
-    """x: [n, heads, head_dim]; rotates the first n_rot dims of each head by pos * scale * base^(-2i/n_rot)."""
+def _yarn_corr_dims(n_rot: int, n_ctx_orig: int, base: float) -> tuple[float, float]:
+    """The pairs between which YaRN ramps from the original to the scaled angle (betas 32 and 1)."""
+    def dim(beta):
+        return n_rot * math.log(n_ctx_orig / (beta * 2 * math.pi)) / (2 * math.log(base))
+    return max(0.0, math.floor(dim(32.0))), min(n_rot - 1.0, math.ceil(dim(1.0)))
+
+
+def _rope(x: np.ndarray, pos: np.ndarray, n_rot: int, base: float, scale: float, neox: bool,
+          yarn_ctx: int = 0, mscale: float = 1.0) -> np.ndarray:
+    """x: [n, heads, head_dim]; rotates the first n_rot dims of each head by pos * scale * base^(-2i/n_rot).
+
+    yarn_ctx > 0 (YaRN, llama.cpp's ext_factor 1 with that original context): pair i's angle is
+    (1 - r_i) * the scaled angle + r_i * the unscaled one, r_i ramping from 1 to 0 between the
+    correction dims, and the rotation is scaled by mscale * (1 + 0.1 ln(1 / scale)). Otherwise by mscale.
+    """
     half = n_rot // 2
-    theta = np.outer(pos * scale, base ** (-2.0 * np.arange(half) / n_rot))  # [n, half]
-    c, s = np.cos(theta)[:, None, :], np.sin(theta)[:, None, :]
+    extrap = np.outer(pos, base ** (-2.0 * np.arange(half) / n_rot))  # [n, half]
+    theta = extrap * scale
+    if yarn_ctx:
+        lo, hi = _yarn_corr_dims(n_rot, yarn_ctx, base)
+        ramp = 1.0 - np.clip((np.arange(half) - lo) / max(0.001, hi - lo), 0.0, 1.0)
+        theta = theta * (1.0 - ramp) + extrap * ramp
+        mscale *= 1.0 + 0.1 * math.log(1.0 / scale)
+    c, s = np.cos(theta)[:, None, :] * mscale, np.sin(theta)[:, None, :] * mscale
     x = x.copy()
     if neox:
         a, b = x[..., :half].copy(), x[..., half:n_rot].copy()
@@ -189,7 +215,9 @@ class NumpyTransformer:
         base, scale = (10000.0, 1.0) if local else (hp.rope_base, hp.rope_scale)
         neox = ROPE_NEOX[hp.arch]
         if not (hp.arch == "smollm3" and (il + 1) % 4 == 0):  # SmolLM3: no rope on every 4th layer
-            q, k = _rope(q, pos, hp.n_rot, base, scale, neox), _rope(k, pos, hp.n_rot, base, scale, neox)
+            yarn = hp.n_ctx_orig if hp.rope_yarn else 0
+            q = _rope(q, pos, hp.n_rot, base, scale, neox, yarn, hp.rope_attn_factor)
+            k = _rope(k, pos, hp.n_rot, base, scale, neox, yarn, hp.rope_attn_factor)
         q = _f16(q)
         k = k.astype(self.kv_dtype).astype(np.float64)
         v = v.astype(self.kv_dtype).astype(np.float64)

@@ -57,6 +57,20 @@ for _arch in ("qwen3", "smollm3"):
     for _w in WTYPES:
         CASES[f"{_arch}-{_w.lower()}"] = dict(_base(_arch), wtype=_w)
 
+# Rope scaling of the existing families. YaRN as Qwen2.5 / Qwen3 ship it for long context (factor
+# 4 over an original context whose correction dims ramp pairs 0-4 of 8), linear as Llama 2 long
+# fine-tunes and Gemma 3's global layers (factor 8) do, with rope.scaling.attn_factor once.
+ROPE_YARN = dict(rope_scaling="yarn", rope_factor=4.0, rope_orig_ctx=256)
+GEMMA3_SWA = dict(sliding_window=6, swa_pattern=2)
+for _arch, _w, _name, _extra in [
+    ("qwen2", "F32", "yarn", ROPE_YARN), ("qwen2", "Q8_0", "yarn", ROPE_YARN), ("qwen3", "Q4_0", "yarn", ROPE_YARN),
+    ("llama", "F32", "linear", dict(rope_scaling="linear", rope_factor=4.0)),
+    ("llama", "Q8_0", "linear-attn", dict(rope_scaling="linear", rope_factor=2.0, rope_attn_factor=0.8)),
+    ("gemma3", "Q8_0", "linear", dict(rope_scaling="linear", rope_factor=8.0, **GEMMA3_SWA)),
+    ("gemma3", "F32", "yarn", dict(ROPE_YARN, **GEMMA3_SWA)),
+]:
+    CASES[f"{_arch}-{_name}-{_w.lower()}"] = dict(_base(_arch), wtype=_w, **_extra)
+
 
 def case_ids(spec: TinySpec) -> np.ndarray:
     return np.random.default_rng(IDS_SEED).integers(0, spec.n_vocab, (N_SEQ, N_TOK)).astype(np.int32)

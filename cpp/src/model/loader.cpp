@@ -1,5 +1,6 @@
 #include "model/loader.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -124,16 +125,32 @@ void Loader::read_common_hparams() {
   hp.n_rot = int_in("rope.dimension_count", hp.head_dim, 2, hp.head_dim);
   if (hp.n_rot % 2 != 0) fail("rope.dimension_count " + std::to_string(hp.n_rot) + " is odd");
 
-  const std::string scaling = str_key("rope.scaling.type").value_or("none");
-  if (scaling == "linear") {
-    hp.rope_freq_scale = 1.0f / float_in("rope.scaling.factor", 1.0, 1e-6, 1e6);
-  } else if (scaling != "none") {
-    unsupported("rope scaling type '" + scaling + "' is not supported (supported: none, linear)");
-  }
+  read_rope_scaling({"none", "linear", "yarn"});
   hp.attn_scale = 1.0f / std::sqrt((float)hp.head_dim);
   hp.logit_softcap = float_in("final_logit_softcapping", 0.0, 0.0, 1e30);
   hp.swa_layers.assign((size_t)hp.n_layer, 0);
   hp.nope_layers.assign((size_t)hp.n_layer, 0);
+}
+
+void Loader::read_rope_scaling(const std::vector<std::string>& supported) {
+  Hparams& hp = m_.hp_;
+  // As llama.cpp reads them: an absent type is linear (with factor 1 unless one is given), the
+  // factor falls back on the old key rope.scale_linear, and 0 means 1.
+  hp.rope_scaling = str_key("rope.scaling.type").value_or("linear");
+  if (std::find(supported.begin(), supported.end(), hp.rope_scaling) == supported.end()) {
+    std::string list;
+    for (const std::string& t : supported) list += (list.empty() ? "" : ", ") + t;
+    unsupported("rope scaling type '" + hp.rope_scaling + "' is not supported for architecture " + hp.arch +
+                " (supported: " + list + ")");
+  }
+  double factor = float_in("rope.scaling.factor", float_key("rope.scale_linear").value_or(0.0), 0.0, 1e6);
+  if (factor == 0.0) factor = 1.0;
+  if (factor < 1e-6) fail("metadata '" + key("rope.scaling.factor") + "' is too small");
+  hp.rope_freq_scale = hp.rope_scaling == "none" ? 1.0f : 1.0f / (float)factor;  // in float, as llama.cpp
+  if (hp.rope_scaling == "linear" && hp.rope_freq_scale == 1.0f) hp.rope_scaling = "none";  // no scaling at all
+  hp.rope_ext_factor = hp.rope_scaling == "yarn" ? 1.0f : 0.0f;
+  hp.rope_attn_factor = float_in("rope.scaling.attn_factor", 1.0, 1e-6, 1e6);
+  hp.rope_n_ctx_orig = int_in("rope.scaling.original_context_length", hp.n_ctx_train, 0, INT32_MAX);
 }
 
 void Loader::read_common_weights(LayerParts parts) {

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "model/transformer.h"
 
@@ -44,6 +45,9 @@ class Loader {
 
   // The keys every family shares (embedding_length, block_count, head counts, rope, ...).
   void read_common_hparams();
+  // rope.scaling.* (called by read_common_hparams with none, linear, yarn); UnsupportedError
+  // naming the type when it is not in `supported`.
+  void read_rope_scaling(const std::vector<std::string>& supported);
   // token_embd, output_norm, output (tied to token_embd when absent), rope_freqs, and every
   // layer's norms, projections and feed-forward, plus the optional parts asked for.
   void read_common_weights(LayerParts parts);

@@ -39,7 +39,14 @@ struct Hparams {
 
   int n_rot = 0;                   // rotated dimensions per head (<= head_dim, even)
   bool rope_neox = false;          // pairs (i, i + n_rot/2) (NEOX) instead of (2i, 2i+1) (normal)
-  float rope_freq_scale = 1.0f;    // linear rope scaling of the global layers (1 / factor)
+  std::string rope_scaling = "none";  // rope.scaling.type: "none", "linear", "yarn"
+  float rope_freq_scale = 1.0f;    // rope scaling of the global layers: 1 / rope.scaling.factor
+  // YaRN (rope_scaling "yarn"), as llama.cpp computes it: pair i's angle blends the interpolated
+  // (scaled) and the original angle by a ramp over the pairs between the correction dims (from
+  // n_ctx_orig and betas 32 / 1); cos and sin are multiplied by rope_attn_factor * (1 + 0.1 ln factor).
+  float rope_ext_factor = 0.0f;    // 1 for yarn, 0 otherwise
+  float rope_attn_factor = 1.0f;   // rope.scaling.attn_factor: multiplies cos and sin (any scaling)
+  int rope_n_ctx_orig = 0;         // rope.scaling.original_context_length, else context_length
   float attn_scale = 0.0f;         // multiplies q.k before the softmax
   float embd_scale = 1.0f;         // multiplies the token embeddings
   std::vector<uint8_t> swa_layers; // [n_layer]: 1 where the layer attends within sliding_window
