@@ -14,10 +14,13 @@ avx512 / avx2 / scalar kernels against llama.cpp's AVX2 build):
    measured (smollm3). The numpy oracle, float32 activations too, differs from llama.cpp by the
    same 2.0e-2; rounding its activations to float16 shrinks that to 4.7e-3, which locates the
    cause: tolerance 5e-2.
- * Q8_0, Q4_0: both round activations to 8-bit blocks the same way, so rows agree to float32 noise,
-   except where an activation lands within that noise of a rounding boundary and rounds the other
-   way: one 8-bit step (max|x|/127 of its block) in one element, amplified to at most ~6e-2 of the
-   std downstream (test_forward_tiny's argument): tolerance 1e-1.
+ * Q8_0, Q4_0: both round activations to 8-bit blocks the same way, so rows agree to float32 noise
+   (quickdraft's avx512 kernels, in llama.cpp's summation order, often to the bit), except where an
+   activation lands within that noise of a rounding boundary and rounds the other way: one 8-bit
+   step (max|x|/127 of its block) in one element, which these sharp tiny models amplify downstream.
+   Measured up to 1.25e-1 of the std (phi3-short-q8_0 with avx2 / scalar kernels; its LongRoPE
+   attn_factor 1.19 sharpens attention by 1.19^2), and the float64 numpy oracle with the same
+   activation rounding differs from llama.cpp by the same 1.25e-1 there: tolerance 2e-1.
 A wrong rope pairing, norm, mask or scale moves logits by O(1) std; top-1 must agree on >= 99 %.
 """
 
@@ -28,9 +31,9 @@ import pytest
 
 import quickdraft
 from fixtures.tiny_models import write_tiny_model
-from reference.record_llamacpp_logits import CASES, OUT, load, spec_of, tensor_digest
+from reference.record_llamacpp_logits import CASES, N_CTX, OUT, load, spec_of, tensor_digest
 
-TOLERANCE = {"F32": 5e-3, "F16": 5e-2, "Q8_0": 1e-1, "Q4_0": 1e-1}
+TOLERANCE = {"F32": 5e-3, "F16": 5e-2, "Q8_0": 2e-1, "Q4_0": 2e-1}
 MIN_TOP1 = 0.99
 
 
@@ -46,7 +49,7 @@ def test_logits_match_llamacpp(tmp_path, case):
     assert meta["spec"] == CASES[case], "the case's spec changed since it was recorded: re-record it"
     path = write_tiny_model(tmp_path / f"{case}.gguf", spec)
     assert tensor_digest(path) == meta["tensor_sha256"], "the seeded builder no longer rebuilds the recorded model"
-    model = quickdraft.Model(path, n_ctx=64, threads=2)
+    model = quickdraft.Model(path, n_ctx=N_CTX, threads=2)
     got = []
     for seq in ids:
         model.reset()

@@ -2,7 +2,7 @@
 
 Independent of quickdraft: the file is read with ``gguf.GGUFReader`` and every weight is
 dequantized with ``gguf.quants.dequantize``. The architectures follow llama.cpp's graphs
-(llama, qwen2, gemma3, qwen3, smollm3). The whole sequence is computed at once with a causal mask, no cache.
+(llama, qwen2, gemma3, qwen3, smollm3, phi3). The whole sequence is computed at once with a causal mask, no cache.
 
 Keys and values are rounded to float16 before attention, because that is how quickdraft's
 KV cache stores them (its documented default). As llama.cpp does (its KQ and KQV matmuls against
@@ -30,7 +30,7 @@ from gguf import GGUFReader
 from gguf.quants import dequantize
 
 # llama.cpp's rope type per architecture: NEOX pairs i with i + n_rot/2, "normal" pairs 2i with 2i+1.
-ROPE_NEOX = {"llama": False, "qwen2": True, "gemma3": True, "qwen3": True, "smollm3": False}
+ROPE_NEOX = {"llama": False, "qwen2": True, "gemma3": True, "qwen3": True, "smollm3": False, "phi3": True}
 
 
 @dataclass
@@ -107,15 +107,18 @@ def _yarn_corr_dims(n_rot: int, n_ctx_orig: int, base: float) -> tuple[float, fl
 
 
 def _rope(x: np.ndarray, pos: np.ndarray, n_rot: int, base: float, scale: float, neox: bool,
-          yarn_ctx: int = 0, mscale: float = 1.0) -> np.ndarray:
+          yarn_ctx: int = 0, mscale: float = 1.0, factors=None) -> np.ndarray:
     """x: [n, heads, head_dim]; rotates the first n_rot dims of each head by pos * scale * base^(-2i/n_rot).
 
     yarn_ctx > 0 (YaRN, llama.cpp's ext_factor 1 with that original context): pair i's angle is
     (1 - r_i) * the scaled angle + r_i * the unscaled one, r_i ramping from 1 to 0 between the
     correction dims, and the rotation is scaled by mscale * (1 + 0.1 ln(1 / scale)). Otherwise by mscale.
+    factors: per-pair frequency divisors (LongRoPE), or None.
     """
     half = n_rot // 2
     extrap = np.outer(pos, base ** (-2.0 * np.arange(half) / n_rot))  # [n, half]
+    if factors is not None:
+        extrap = extrap / factors
     theta = extrap * scale
     if yarn_ctx:
         lo, hi = _yarn_corr_dims(n_rot, yarn_ctx, base)
@@ -177,7 +180,7 @@ def _silu(x: np.ndarray) -> np.ndarray:
 class NumpyTransformer:
     """``NumpyTransformer(path).logits(ids)`` -> float64 [len(ids), n_vocab] for positions 0..n-1."""
 
-    def __init__(self, path: str | Path, kv_dtype=np.float16, act_quant: bool = False):
+    def __init__(self, path: str | Path, kv_dtype=np.float16, act_quant: bool = False, n_ctx: int = 256):
         reader = GGUFReader(str(path))
         self.hp = _hparams(_meta(reader))
         self.kv_dtype = kv_dtype
@@ -191,6 +194,32 @@ class NumpyTransformer:
                 raw = np.ascontiguousarray(t.data).view(np.uint8).reshape(-1, MIN_BLOCK_BYTES[t.tensor_type.name])
                 self.mins[t.name] = raw[:, 2:4].copy().view(np.float16).astype(np.float64).reshape(shape[0], -1)
         self.n_vocab = self.w["token_embd.weight"].shape[0]
+        self._split_fused()
+        # LongRoPE (phi3): long factors when the context, padded to 256 as llama.cpp pads it, is
+        # longer than the original context length.
+        padded = (n_ctx + 255) // 256 * 256
+        self.rope_factors = self.w.get("rope_factors_long.weight" if padded > self.hp.n_ctx_orig
+                                       else "rope_factors_short.weight")
+
+    def _split_fused(self) -> None:
+        """Phi-3's fused attn_qkv (q, k, v rows) and ffn_up (gate rows, then up rows), split by rows."""
+        hp = self.hp
+        q, kv = hp.n_head * hp.head_dim, hp.n_head_kv * hp.head_dim
+        for il in range(hp.n_layer):
+            p = f"blk.{il}."
+            parts = []
+            if p + "attn_qkv.weight" in self.w:
+                parts.append((p + "attn_qkv.weight", [("attn_q", 0, q), ("attn_k", q, q + kv), ("attn_v", q + kv, q + 2 * kv)]))
+            if hp.arch == "phi3":
+                f = self.w[p + "ffn_up.weight"].shape[0] // 2
+                parts.append((p + "ffn_up.weight", [("ffn_gate", 0, f), ("ffn_up", f, 2 * f)]))
+            for fused, pieces in parts:
+                w, block, mins = self.w.pop(fused), self.act_block[fused], self.mins.pop(fused, None)
+                for name, a, b in pieces:
+                    self.w[p + name + ".weight"] = w[a:b]
+                    self.act_block[p + name + ".weight"] = block
+                    if mins is not None:
+                        self.mins[p + name + ".weight"] = mins[a:b]
 
     def _mm(self, x: np.ndarray, name: str) -> np.ndarray:
         """x @ W.T, with x rounded to 8-bit blocks first when act_quant applies to W's type."""
@@ -216,14 +245,17 @@ class NumpyTransformer:
         neox = ROPE_NEOX[hp.arch]
         if not (hp.arch == "smollm3" and (il + 1) % 4 == 0):  # SmolLM3: no rope on every 4th layer
             yarn = hp.n_ctx_orig if hp.rope_yarn else 0
-            q = _rope(q, pos, hp.n_rot, base, scale, neox, yarn, hp.rope_attn_factor)
-            k = _rope(k, pos, hp.n_rot, base, scale, neox, yarn, hp.rope_attn_factor)
+            q = _rope(q, pos, hp.n_rot, base, scale, neox, yarn, hp.rope_attn_factor, self.rope_factors)
+            k = _rope(k, pos, hp.n_rot, base, scale, neox, yarn, hp.rope_attn_factor, self.rope_factors)
+        attn_scale = hp.attn_scale
+        if hp.arch == "phi3":  # its graph scales q itself, before the F16 rounding, then attends with scale 1
+            q, attn_scale = q * hp.attn_scale, 1.0
         q = _f16(q)
         k = k.astype(self.kv_dtype).astype(np.float64)
         v = v.astype(self.kv_dtype).astype(np.float64)
         group = H // Hkv
         k, v = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)  # query head i uses kv head i // group
-        scores = np.einsum("ihd,jhd->hij", q, k) * hp.attn_scale
+        scores = np.einsum("ihd,jhd->hij", q, k) * attn_scale
         i, j = pos[:, None], pos[None, :]
         masked = j > i
         if local:

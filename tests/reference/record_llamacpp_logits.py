@@ -37,6 +37,7 @@ from fixtures.tiny_models import TinySpec, write_tiny_model  # noqa: E402
 OUT = TESTS / "data" / "llamacpp_logits"
 N_SEQ, N_TOK = 4, 32  # sequences per case, tokens per sequence: 128 positions, so one near-tie flip leaves 99.2 %
 IDS_SEED = 7
+N_CTX = 256  # llama.cpp's context size; LongRoPE picks its factors by it (the test uses the same)
 
 # The float and block-quantized types gguf.quants writes; K-quants would need llama-quantize.
 WTYPES = ("F32", "F16", "Q8_0", "Q4_0")
@@ -49,11 +50,17 @@ def _base(arch: str) -> dict:
         spec.update(head_dim=32)  # head_dim decoupled from n_embd / n_head (16), as in Qwen3
     if arch == "smollm3":
         spec.update(n_layer=5)  # layer 3 is a no-rope layer, layers 0-2 and 4 rope
+    if arch == "phi3":
+        # Heads of 32 (1/sqrt(32) is no power of two: q's scaling must come before its rounding),
+        # 3/4 of each rotated as Phi-4-mini, LongRoPE over an original context shorter than the
+        # recording's (N_CTX: the long factors), a sliding window llama.cpp ignores for phi3.
+        spec.update(n_embd=128, n_rot=24, longrope=True, rope_orig_ctx=128, rope_attn_factor=1.19,
+                    sliding_window=8)
     return spec
 
 
 CASES: dict[str, dict] = {}
-for _arch in ("qwen3", "smollm3"):
+for _arch in ("qwen3", "smollm3", "phi3"):
     for _w in WTYPES:
         CASES[f"{_arch}-{_w.lower()}"] = dict(_base(_arch), wtype=_w)
 
@@ -68,6 +75,7 @@ for _arch, _w, _name, _extra in [
     ("llama", "Q8_0", "linear-attn", dict(rope_scaling="linear", rope_factor=2.0, rope_attn_factor=0.8)),
     ("gemma3", "Q8_0", "linear", dict(rope_scaling="linear", rope_factor=8.0, **GEMMA3_SWA)),
     ("gemma3", "F32", "yarn", dict(ROPE_YARN, **GEMMA3_SWA)),
+    ("phi3", "Q8_0", "short", dict(rope_orig_ctx=512, n_ctx_train=1024)),  # LongRoPE's short factors
 ]:
     CASES[f"{_arch}-{_name}-{_w.lower()}"] = dict(_base(_arch), wtype=_w, **_extra)
 
@@ -105,7 +113,7 @@ def _llama_logits(lib, path: Path, seqs: np.ndarray, n_vocab: int) -> np.ndarray
     try:
         for s, ids in enumerate(seqs):
             params = lib.llama_context_default_params()
-            params.n_ctx, params.n_batch, params.n_ubatch = 256, 256, 256
+            params.n_ctx, params.n_batch, params.n_ubatch = N_CTX, N_CTX, N_CTX
             params.n_threads = params.n_threads_batch = 1
             params.flash_attn_type = lib.LLAMA_FLASH_ATTN_TYPE_DISABLED
             ctx = lib.llama_init_from_model(model, params)

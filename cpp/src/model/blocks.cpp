@@ -35,6 +35,8 @@ void attention_block(Step& s, const LayerWeights& L, int il) {
   }
   s.note("Qrope", il, s.q, q_dim);
   s.note("Krope", il, s.k, kv_dim);
+  // Phi-3's graph scales q itself (then attends with scale 1): the rounding to half comes after.
+  if (hp.attn_scale_q) scale(s.q, hp.attn_scale, (int64_t)n * q_dim);
   round_to_half(s.q, (int64_t)n * q_dim);  // as llama.cpp's KQ matmul against F16 keys does
 
   s.kv.store(il, s.pos0, n, s.k, s.v);
@@ -42,7 +44,7 @@ void attention_block(Step& s, const LayerWeights& L, int il) {
   shape.n_head = hp.n_head;
   shape.n_head_kv = hp.n_head_kv;
   shape.head_dim = hd;
-  shape.scale = hp.attn_scale;
+  shape.scale = hp.attn_scale_q ? 1.0f : hp.attn_scale;
   shape.window = swa ? hp.sliding_window : 0;
   attention(s.kv, il, s.q, n, s.pos0, shape, s.att, s.pool);
   s.note("kqv_out", il, s.att, q_dim);

@@ -111,6 +111,12 @@ struct Context::Impl {
         kv_valid((size_t)hp.n_layer, 0),
         skip((size_t)hp.n_layer, 0) {
     const float* factors = m.weights().rope_freqs;
+    if (!factors) {
+      // LongRoPE: the long factors when the context (rounded up to 256, as llama.cpp pads it)
+      // exceeds the original context length, else the short ones.
+      const int64_t padded = ((int64_t)n_ctx + 255) / 256 * 256;
+      factors = padded > hp.rope_n_ctx_orig ? m.weights().rope_long : m.weights().rope_short;
+    }
     freq_global = RopeFreqs((float)hp.rope_base, (float)hp.rope_freq_scale, factors, hp);
     freq_swa = RopeFreqs((float)hp.rope_base_swa, 1.0f, factors, hp);
     any_swa = std::any_of(hp.swa_layers.begin(), hp.swa_layers.end(), [](uint8_t s) { return s != 0; });

@@ -83,6 +83,13 @@ cpu::Matrix Loader::matrix(const std::string& name, int64_t cols, int64_t rows) 
   return m;
 }
 
+cpu::Matrix Loader::rows_of(const cpu::Matrix& m, int64_t r0, int64_t rows) {
+  cpu::Matrix v = m;
+  v.data = m.data + (size_t)r0 * m.row_bytes;
+  v.rows = rows;
+  return v;
+}
+
 const float* Loader::vector(const std::string& name, int64_t n) {
   const gguf::TensorInfo& t = tensor(name);
   if (t.n_elements() != n || t.ne[0] != n) {
@@ -171,13 +178,30 @@ void Loader::read_common_weights(LayerParts parts) {
     LayerWeights& L = w.layers[(size_t)il];
     auto name = [il](const char* what) { return layer_name(il, what); };
     L.attn_norm = vector(name("attn_norm.weight"), E);
-    L.wq = matrix(name("attn_q.weight"), E, Q);
-    L.wk = matrix(name("attn_k.weight"), E, KV);
-    L.wv = matrix(name("attn_v.weight"), E, KV);
+    // q, k and v in one fused matrix (Phi-3; llama.cpp accepts it for every family) are viewed
+    // as three row ranges of it, in place.
+    if (has_tensor(name("attn_qkv.weight"))) {
+      const cpu::Matrix qkv = matrix(name("attn_qkv.weight"), E, Q + 2 * KV);
+      L.wq = rows_of(qkv, 0, Q);
+      L.wk = rows_of(qkv, Q, KV);
+      L.wv = rows_of(qkv, Q + KV, KV);
+      L.fused_qkv = true;
+    } else {
+      L.wq = matrix(name("attn_q.weight"), E, Q);
+      L.wk = matrix(name("attn_k.weight"), E, KV);
+      L.wv = matrix(name("attn_v.weight"), E, KV);
+    }
     L.wo = matrix(name("attn_output.weight"), Q, E);
     L.ffn_norm = vector(name("ffn_norm.weight"), E);
-    L.ffn_gate = matrix(name("ffn_gate.weight"), E, F);
-    L.ffn_up = matrix(name("ffn_up.weight"), E, F);
+    if (parts.fused_gate_up) {  // ffn_up holds the gate's rows, then the up projection's
+      const cpu::Matrix gate_up = matrix(name("ffn_up.weight"), E, 2 * F);
+      L.ffn_gate = rows_of(gate_up, 0, F);
+      L.ffn_up = rows_of(gate_up, F, F);
+      L.fused_gate_up = true;
+    } else {
+      L.ffn_gate = matrix(name("ffn_gate.weight"), E, F);
+      L.ffn_up = matrix(name("ffn_up.weight"), E, F);
+    }
     L.ffn_down = matrix(name("ffn_down.weight"), F, E);
     if (parts.qkv_bias) {
       L.bq = vector(name("attn_q.bias"), Q);

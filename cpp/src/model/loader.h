@@ -15,6 +15,7 @@ struct LayerParts {
   bool qkv_bias = false;    // blk.N.attn_{q,k,v}.bias
   bool qk_norm = false;     // blk.N.attn_{q,k}_norm.weight
   bool post_norms = false;  // blk.N.post_attention_norm.weight, blk.N.post_ffw_norm.weight
+  bool fused_gate_up = false;  // blk.N.ffn_up.weight is [2 n_ff][n_embd]: gate rows, then up rows
 };
 
 class Loader {
@@ -37,6 +38,8 @@ class Loader {
   bool has_tensor(const std::string& name) const { return f_.find_tensor(name) != nullptr; }
   // A 2-D weight of shape [rows][cols] (GGUF ne = {cols, rows}) of a type we can compute with.
   cpu::Matrix matrix(const std::string& name, int64_t cols, int64_t rows) const;
+  // Rows [r0, r0 + rows) of m: a view into the same bytes.
+  static cpu::Matrix rows_of(const cpu::Matrix& m, int64_t r0, int64_t rows);
   // A 1-D vector of n floats, converted to F32 (into model-owned storage) when stored otherwise.
   const float* vector(const std::string& name, int64_t n);
 

@@ -22,6 +22,7 @@ const std::vector<std::pair<std::string, Loader>>& families() {
       {"gemma3", model::load_gemma3},
       {"qwen3", model::load_qwen3},
       {"smollm3", model::load_smollm3},
+      {"phi3", model::load_phi3},
   };
   return kFamilies;
 }

@@ -48,6 +48,7 @@ struct Hparams {
   float rope_attn_factor = 1.0f;   // rope.scaling.attn_factor: multiplies cos and sin (any scaling)
   int rope_n_ctx_orig = 0;         // rope.scaling.original_context_length, else context_length
   float attn_scale = 0.0f;         // multiplies q.k before the softmax
+  bool attn_scale_q = false;       // phi3: multiplies q instead, before q is rounded to half
   float embd_scale = 1.0f;         // multiplies the token embeddings
   std::vector<uint8_t> swa_layers; // [n_layer]: 1 where the layer attends within sliding_window
   std::vector<uint8_t> nope_layers;  // [n_layer]: 1 where q and k get no rope (SmolLM3's every 4th)

@@ -32,6 +32,8 @@ struct LayerWeights {
   const float* k_norm = nullptr;          // [head_dim]              gemma3, qwen3
   const float* post_attn_norm = nullptr;  // [n_embd]                gemma3 only
   const float* post_ffw_norm = nullptr;   // [n_embd]                gemma3 only
+  bool fused_qkv = false;       // wq, wk, wv are row ranges of blk.N.attn_qkv.weight (phi3)
+  bool fused_gate_up = false;   // ffn_gate, ffn_up are row ranges of blk.N.ffn_up.weight (phi3)
 };
 
 struct Weights {
@@ -39,6 +41,10 @@ struct Weights {
   cpu::Matrix output;                // [n_vocab][n_embd]; token_embd when tied
   const float* output_norm = nullptr;  // [n_embd]
   const float* rope_freqs = nullptr;   // [n_rot / 2] frequency divisors (Llama 3.1), or null
+  // LongRoPE (phi3): frequency divisors for contexts longer than rope_n_ctx_orig, and for the
+  // others; a context picks one by its size, as llama.cpp does. Null when absent.
+  const float* rope_long = nullptr;    // [n_rot / 2]
+  const float* rope_short = nullptr;   // [n_rot / 2]
   std::vector<LayerWeights> layers;
 };
 
@@ -57,12 +63,14 @@ void for_each_matrix(W& w, F&& f) {
   for (size_t il = 0; il < w.layers.size(); il++) {
     auto& L = w.layers[il];
     const std::string b = "blk." + std::to_string(il) + ".";
-    f(b + "attn_q.weight", L.wq);
-    f(b + "attn_k.weight", L.wk);
-    f(b + "attn_v.weight", L.wv);
+    // Row ranges of a fused tensor are named after it: "blk.N.attn_qkv.weight[q]".
+    const bool qkv = L.fused_qkv, gu = L.fused_gate_up;
+    f(b + (qkv ? "attn_qkv.weight[q]" : "attn_q.weight"), L.wq);
+    f(b + (qkv ? "attn_qkv.weight[k]" : "attn_k.weight"), L.wk);
+    f(b + (qkv ? "attn_qkv.weight[v]" : "attn_v.weight"), L.wv);
     f(b + "attn_output.weight", L.wo);
-    f(b + "ffn_gate.weight", L.ffn_gate);
-    f(b + "ffn_up.weight", L.ffn_up);
+    f(b + (gu ? "ffn_up.weight[gate]" : "ffn_gate.weight"), L.ffn_gate);
+    f(b + (gu ? "ffn_up.weight[up]" : "ffn_up.weight"), L.ffn_up);
     f(b + "ffn_down.weight", L.ffn_down);
   }
 }
@@ -136,6 +144,7 @@ std::shared_ptr<TransformerModel> load_qwen2(const gguf::File& file);
 std::shared_ptr<TransformerModel> load_gemma3(const gguf::File& file);
 std::shared_ptr<TransformerModel> load_qwen3(const gguf::File& file);
 std::shared_ptr<TransformerModel> load_smollm3(const gguf::File& file);
+std::shared_ptr<TransformerModel> load_phi3(const gguf::File& file);
 
 }  // namespace model
 }  // namespace qd
