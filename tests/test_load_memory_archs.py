@@ -1,7 +1,7 @@
 """Loading cost of the architectures added after llama / qwen2 / gemma3 (whose real files
 test_forward_real.test_load_memory measures): peak resident memory of a fresh interpreter that
 loads a ~33 MB synthetic model and evaluates a few tokens stays within 1.1 x the file plus the KV
-cache, for every ISA this machine runs. Fused tensors (phi3) are viewed in place, not copied."""
+cache, for every ISA this machine runs. Fused tensors (phi3) and expert tensors (qwen3moe) are viewed in place, not copied."""
 
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ SPECS = {
     "qwen3": dict(head_dim=128),
     "smollm3": {},
     "phi3": dict(longrope=True),
+    "qwen3moe": dict(head_dim=128, n_expert=8, n_expert_used=2, n_ff_exp=512),  # 3-D expert tensors, viewed per expert
 }
 
 

@@ -80,7 +80,8 @@ def test_tiny_sampling_same_seed_same_output(tiny_pair):
 
 # Architectures added after llama / qwen2 / gemma3 (which the pair above and test_draft_* cover):
 # a 2-layer draft for a 4-layer, wider target of the same family, and the n-gram drafter.
-FAMILY_EXTRA = {"qwen3": dict(head_dim=32), "smollm3": {}, "phi3": dict(longrope=True, rope_orig_ctx=128)}
+FAMILY_EXTRA = {"qwen3": dict(head_dim=32), "smollm3": {}, "phi3": dict(longrope=True, rope_orig_ctx=128),
+                "qwen3moe": dict(head_dim=32)}
 
 
 @pytest.fixture(scope="module", params=list(FAMILY_EXTRA))

@@ -2,7 +2,7 @@
 
 Independent of quickdraft: the file is read with ``gguf.GGUFReader`` and every weight is
 dequantized with ``gguf.quants.dequantize``. The architectures follow llama.cpp's graphs
-(llama, qwen2, gemma3, qwen3, smollm3, phi3). The whole sequence is computed at once with a causal mask, no cache.
+(llama, qwen2, gemma3, qwen3, smollm3, phi3, qwen3moe). The whole sequence is computed at once with a causal mask, no cache.
 
 Keys and values are rounded to float16 before attention, because that is how quickdraft's
 KV cache stores them (its documented default). As llama.cpp does (its KQ and KQV matmuls against
@@ -30,7 +30,7 @@ from gguf import GGUFReader
 from gguf.quants import dequantize
 
 # llama.cpp's rope type per architecture: NEOX pairs i with i + n_rot/2, "normal" pairs 2i with 2i+1.
-ROPE_NEOX = {"llama": False, "qwen2": True, "gemma3": True, "qwen3": True, "smollm3": False, "phi3": True}
+ROPE_NEOX = {"llama": False, "qwen2": True, "gemma3": True, "qwen3": True, "smollm3": False, "phi3": True, "qwen3moe": True}
 
 
 @dataclass
@@ -52,6 +52,7 @@ class Hparams:
     window: int
     attn_scale: float
     softcap: float
+    n_expert_used: int  # qwen3moe: experts per token (0: a dense feed-forward)
 
 
 def _meta(reader: GGUFReader) -> dict:
@@ -92,7 +93,8 @@ def _hparams(meta: dict) -> Hparams:
                    rope_base=float(g("rope.freq_base", 10000.0)), rope_scale=rope_scale, rope_yarn=scaling == "yarn",
                    rope_attn_factor=float(g("rope.scaling.attn_factor", 1.0)),
                    n_ctx_orig=int(g("rope.scaling.original_context_length", g("context_length", 0))), swa=swa, window=window,
-                   attn_scale=attn_scale, softcap=float(g("final_logit_softcapping", 0.0)))
+                   attn_scale=attn_scale, softcap=float(g("final_logit_softcapping", 0.0)),
+                   n_expert_used=int(g("expert_used_count", 0)))
 
 
 def _rmsnorm(x: np.ndarray, w: np.ndarray, eps: float) -> np.ndarray:
@@ -192,7 +194,7 @@ class NumpyTransformer:
             self.w[t.name] = np.asarray(dequantize(t.data, t.tensor_type), dtype=np.float64).reshape(shape)
             if act_quant and t.tensor_type.name in MIN_BLOCK_BYTES:
                 raw = np.ascontiguousarray(t.data).view(np.uint8).reshape(-1, MIN_BLOCK_BYTES[t.tensor_type.name])
-                self.mins[t.name] = raw[:, 2:4].copy().view(np.float16).astype(np.float64).reshape(shape[0], -1)
+                self.mins[t.name] = raw[:, 2:4].copy().view(np.float16).astype(np.float64).reshape(*shape[:-1], -1)
         self.n_vocab = self.w["token_embd.weight"].shape[0]
         self._split_fused()
         # LongRoPE (phi3): long factors when the context, padded to 256 as llama.cpp pads it, is
@@ -266,8 +268,37 @@ class NumpyTransformer:
         out = np.einsum("hij,jhd->ihd", scores, v).reshape(n, H * hd)
         return self._mm(out, p + "attn_output.weight")
 
+    def _mm_expert(self, x: np.ndarray, name: str, e: int) -> np.ndarray:
+        """x @ W[e].T for expert e of a 3-D weight, with the activation rounding of _mm."""
+        block = self.act_block[name]
+        if block is None:
+            return x @ self.w[name][e].T
+        xq, delta = _act_quant(x, block)
+        y = xq @ self.w[name][e].T
+        return y + delta @ self.mins[name][e].T if name in self.mins else y
+
+    def _moe(self, il: int, h: np.ndarray) -> np.ndarray:
+        """Softmax router, the top n_expert_used experts per row (weights renormalised to sum 1),
+        SwiGLU experts, their outputs weighted and summed (llama.cpp's build_moe_ffn, qwen3moe)."""
+        p, k = f"blk.{il}.", self.hp.n_expert_used
+        logits = self._mm(h, p + "ffn_gate_inp.weight")
+        probs = np.exp(logits - logits.max(axis=-1, keepdims=True))
+        probs /= probs.sum(axis=-1, keepdims=True)
+        out = np.zeros_like(h)
+        for r in range(h.shape[0]):
+            sel = np.argsort(-probs[r], kind="stable")[:k]
+            w = probs[r, sel] / max(probs[r, sel].sum(), 6.103515625e-5)
+            x = h[r:r + 1]
+            for e, we in zip(sel, w):
+                g = self._mm_expert(x, p + "ffn_gate_exps.weight", e)
+                u = self._mm_expert(x, p + "ffn_up_exps.weight", e)
+                out[r] += we * self._mm_expert(_silu(g) * u, p + "ffn_down_exps.weight", e)[0]
+        return out
+
     def _ffn(self, il: int, h: np.ndarray) -> np.ndarray:
         p = f"blk.{il}."
+        if self.hp.n_expert_used:
+            return self._moe(il, h)
         act = _gelu_tanh if self.hp.arch == "gemma3" else _silu
         return self._mm(act(self._mm(h, p + "ffn_gate.weight")) * self._mm(h, p + "ffn_up.weight"), p + "ffn_down.weight")
 

@@ -48,6 +48,8 @@ def _base(arch: str) -> dict:
     spec = dict(arch=arch, n_layer=3, n_head=4, n_head_kv=2, n_vocab=64, n_embd=64, n_ff=96, seed=11)
     if arch == "qwen3":
         spec.update(head_dim=32)  # head_dim decoupled from n_embd / n_head (16), as in Qwen3
+    if arch == "qwen3moe":  # 8 experts of 64, top 2 per token, over Qwen3's attention
+        spec.update(head_dim=32, n_expert=8, n_expert_used=2, n_ff_exp=64)
     if arch == "smollm3":
         spec.update(n_layer=5)  # layer 3 is a no-rope layer, layers 0-2 and 4 rope
     if arch == "phi3":
@@ -60,7 +62,7 @@ def _base(arch: str) -> dict:
 
 
 CASES: dict[str, dict] = {}
-for _arch in ("qwen3", "smollm3", "phi3"):
+for _arch in ("qwen3", "smollm3", "phi3", "qwen3moe"):
     for _w in WTYPES:
         CASES[f"{_arch}-{_w.lower()}"] = dict(_base(_arch), wtype=_w)
 

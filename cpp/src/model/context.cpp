@@ -100,6 +100,8 @@ struct Context::Impl {
 
   int cap = 0;  // rows the scratch below holds
   std::vector<float> x, xn, tmp, q, k, v, att, gate, up;
+  std::vector<float> moe_probs, moe_w, moe_x, moe_y;  // mixture of experts only
+  std::vector<int32_t> moe_sel, moe_rows;
   std::vector<float> cos_g, sin_g, cos_s, sin_s;  // [cap][n_rot / 2]
 
   Impl(const model::TransformerModel& model, int n_ctx, std::shared_ptr<ThreadPool> p)
@@ -131,7 +133,16 @@ struct Context::Impl {
     for (auto* b : {&x, &xn, &tmp}) b->resize(n * E);
     for (auto* b : {&q, &att}) b->resize(n * Q);
     for (auto* b : {&k, &v}) b->resize(n * KV);
-    for (auto* b : {&gate, &up}) b->resize(n * F);
+    for (auto* b : {&gate, &up}) b->resize(n * std::max(F, (size_t)hp.n_ff_exp));
+    if (hp.n_expert > 0) {
+      const size_t X = hp.n_expert, K = hp.n_expert_used;
+      moe_probs.resize(n * X);
+      moe_w.resize(n * K);
+      moe_sel.resize(n * K);
+      moe_rows.resize(n * K);
+      moe_x.resize(n * E);
+      moe_y.resize(n * K * E);
+    }
     for (auto* b : {&cos_g, &sin_g, &cos_s, &sin_s}) b->resize(n * R);
   }
 
@@ -160,6 +171,10 @@ struct Context::Impl {
     s.x = x.data(), s.xn = xn.data(), s.tmp = tmp.data();
     s.q = q.data(), s.k = k.data(), s.v = v.data(), s.att = att.data();
     s.gate = gate.data(), s.up = up.data();
+    if (hp.n_expert > 0) {
+      s.moe_probs = moe_probs.data(), s.moe_w = moe_w.data(), s.moe_sel = moe_sel.data();
+      s.moe_rows = moe_rows.data(), s.moe_x = moe_x.data(), s.moe_y = moe_y.data();
+    }
     if (trace) s.trace = &trace;
     s.note("embd", -1, s.x, hp.n_embd);
     rope_rows(freq_global, pos0, n, cos_g.data(), sin_g.data());

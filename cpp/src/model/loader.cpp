@@ -83,6 +83,28 @@ cpu::Matrix Loader::matrix(const std::string& name, int64_t cols, int64_t rows) 
   return m;
 }
 
+std::vector<cpu::Matrix> Loader::matrices(const std::string& name, int64_t cols, int64_t rows, int64_t n) const {
+  const gguf::TensorInfo& t = tensor(name);
+  if (t.ne[0] != cols || t.ne[1] != rows || t.ne[2] != n || t.ne[3] != 1) {
+    fail("tensor '" + name + "' has shape " + shape_str(t) + ", expected [" + std::to_string(cols) + ", " +
+         std::to_string(rows) + ", " + std::to_string(n) + "]");
+  }
+  const quant::TypeTraits* tt = quant::type_traits(t.type);
+  if (cols % tt->block_size != 0) {
+    fail("tensor '" + name + "' has rows of " + std::to_string(cols) + " elements, not a multiple of the " +
+         tt->name + " block size " + std::to_string(tt->block_size));
+  }
+  cpu::Matrix m;
+  m.type = t.type;
+  m.cols = cols;
+  m.rows = rows;
+  m.row_bytes = (size_t)(cols / tt->block_size * tt->type_size);
+  if ((uint64_t)m.row_bytes * (uint64_t)rows * (uint64_t)n > t.nbytes) fail("tensor '" + name + "' is smaller than its shape");
+  std::vector<cpu::Matrix> out((size_t)n, m);
+  for (int64_t e = 0; e < n; e++) out[(size_t)e].data = t.data + (size_t)e * (size_t)rows * m.row_bytes;
+  return out;
+}
+
 cpu::Matrix Loader::rows_of(const cpu::Matrix& m, int64_t r0, int64_t rows) {
   cpu::Matrix v = m;
   v.data = m.data + (size_t)r0 * m.row_bytes;
@@ -193,7 +215,13 @@ void Loader::read_common_weights(LayerParts parts) {
     }
     L.wo = matrix(name("attn_output.weight"), Q, E);
     L.ffn_norm = vector(name("ffn_norm.weight"), E);
-    if (parts.fused_gate_up) {  // ffn_up holds the gate's rows, then the up projection's
+    if (parts.moe) {  // the router and the experts replace the dense feed-forward
+      const int64_t X = hp.n_expert, FE = hp.n_ff_exp;
+      L.ffn_gate_inp = matrix(name("ffn_gate_inp.weight"), E, X);
+      L.gate_exps = matrices(name("ffn_gate_exps.weight"), E, FE, X);
+      L.up_exps = matrices(name("ffn_up_exps.weight"), E, FE, X);
+      L.down_exps = matrices(name("ffn_down_exps.weight"), FE, E, X);
+    } else if (parts.fused_gate_up) {  // ffn_up holds the gate's rows, then the up projection's
       const cpu::Matrix gate_up = matrix(name("ffn_up.weight"), E, 2 * F);
       L.ffn_gate = rows_of(gate_up, 0, F);
       L.ffn_up = rows_of(gate_up, F, F);
@@ -202,7 +230,7 @@ void Loader::read_common_weights(LayerParts parts) {
       L.ffn_gate = matrix(name("ffn_gate.weight"), E, F);
       L.ffn_up = matrix(name("ffn_up.weight"), E, F);
     }
-    L.ffn_down = matrix(name("ffn_down.weight"), F, E);
+    if (!parts.moe) L.ffn_down = matrix(name("ffn_down.weight"), F, E);
     if (parts.qkv_bias) {
       L.bq = vector(name("attn_q.bias"), Q);
       L.bk = vector(name("attn_k.bias"), KV);

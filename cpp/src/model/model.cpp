@@ -23,6 +23,7 @@ const std::vector<std::pair<std::string, Loader>>& families() {
       {"qwen3", model::load_qwen3},
       {"smollm3", model::load_smollm3},
       {"phi3", model::load_phi3},
+      {"qwen3moe", model::load_qwen3moe},
   };
   return kFamilies;
 }

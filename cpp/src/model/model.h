@@ -33,6 +33,7 @@ struct Hparams {
   std::string arch;  // general.architecture: "llama", "qwen2", "gemma3", "qwen3", ...
   int n_vocab = 0, n_ctx_train = 0, n_embd = 0, n_layer = 0, n_head = 0, n_head_kv = 0;
   int head_dim = 0, n_ff = 0;
+  int n_expert = 0, n_expert_used = 0, n_ff_exp = 0;  // mixture of experts (qwen3moe); 0: dense
   float rms_eps = 1e-5f, rope_base = 10000.0f, rope_base_swa = 10000.0f;
   int sliding_window = 0;      // 0: none
   float logit_softcap = 0.0f;  // 0: none
