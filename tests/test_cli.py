@@ -48,6 +48,8 @@ INSPECT_CASES = {
              ["fused qkv", "fused gate/up", "partial rotary (8 of 16 dims)", "LongRoPE", "attn_factor 1.19",
               "sliding window 8 (ignored for phi3"]),
     "smollm3": ({}, ["no rope on every 4th layer"]),
+    "qwen3moe": (dict(head_dim=32, n_expert=8, n_expert_used=2, n_ff_exp=64),
+                 ["MoE: 8 experts, top-2 per token, expert n_ff 64", "q/k norms"]),
     "gemma3": (dict(sliding_window=6, swa_pattern=2, logit_softcap=5.0),
                ["q/k norms", "sliding window 6, pattern 2", "logit softcap 5"]),
     "llama": (dict(rope_linear_factor=4.0), ["rope scaling linear x4"]),
