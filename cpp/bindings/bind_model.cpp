@@ -148,6 +148,10 @@ py::dict hparams_dict(const qd::Hparams& h) {
   d["rope_base_swa"] = h.rope_base_swa;
   d["rope_neox"] = h.rope_neox;
   d["rope_freq_scale"] = h.rope_freq_scale;
+  d["rope_scaling"] = h.rope_scaling;
+  d["rope_ext_factor"] = h.rope_ext_factor;
+  d["rope_attn_factor"] = h.rope_attn_factor;
+  d["rope_n_ctx_orig"] = h.rope_n_ctx_orig;
   d["attn_scale"] = h.attn_scale;
   d["embd_scale"] = h.embd_scale;
   d["sliding_window"] = h.sliding_window;
@@ -155,6 +159,9 @@ py::dict hparams_dict(const qd::Hparams& h) {
   py::list swa;
   for (uint8_t s : h.swa_layers) swa.append(py::bool_(s != 0));
   d["swa_layers"] = swa;
+  py::list nope;
+  for (uint8_t s : h.nope_layers) nope.append(py::bool_(s != 0));
+  d["nope_layers"] = nope;
   return d;
 }
 

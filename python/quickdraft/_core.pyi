@@ -419,7 +419,7 @@ def isa_available() -> list[str]:
     """
 def type_info(arg0: typing.SupportsInt | typing.SupportsIndex) -> typing.Any:
     ...
-SUPPORTED_ARCHS: tuple = ('llama', 'qwen2', 'gemma3')
+SUPPORTED_ARCHS: tuple = ('llama', 'qwen2', 'gemma3', 'qwen3', 'smollm3', 'phi3', 'qwen3moe')
 
 import types
 # Test hooks, not API (cpp/bindings/bind_testing.cpp): engine_from_tables, sample_many,

@@ -24,9 +24,12 @@ _RESET = "\033[0m"
 def _add_model_args(p: argparse.ArgumentParser, draft_default: str | None) -> None:
     p.add_argument("--target", "-m", default=models.DEFAULT_TARGET,
                    help=f"target model: path, key or hf://owner/repo/file.gguf (default {models.DEFAULT_TARGET})")
+    default_help = draft_default or "none"
+    if draft_default == "auto":
+        pairs = ", ".join(f"{d} for {t}" for t, d in models.KNOWN_PAIRS.items())
+        default_help = f"the known draft model of the target ({pairs}), else ngram"
     p.add_argument("--draft", "-d", default=draft_default,
-                   help="drafter: a model (path/key/hf://), 'ngram', 'self', or 'none' "
-                        f"(default {draft_default or 'none'})")
+                   help=f"drafter: a model (path/key/hf://), 'ngram', 'self', or 'none' (default: {default_help})")
     p.add_argument("--threads", "-t", type=int, default=None, help="CPU threads (default: all cores)")
     p.add_argument("--n-ctx", type=int, default=4096, help="context length in tokens (default 4096)")
     p.add_argument("--draft-max", type=int, default=None, help="most tokens drafted per step")
@@ -58,7 +61,10 @@ def _sampling_kwargs(args) -> dict:
 def _make_engine(args, draft: str | None = "__args__"):
     from .engine import Engine
 
-    draft = args.draft if draft == "__args__" else draft
+    if draft == "__args__":
+        if args.draft == "auto":
+            args.draft = models.default_draft(args.target)
+        draft = args.draft
     if draft in (None, "none"):
         draft = None
     t0 = time.perf_counter()
@@ -188,7 +194,8 @@ def _cmd_bench(args) -> int:
     prompts = dict(BENCH_PROMPTS)
     if args.prompt:
         prompts = {f"prompt{i}": p for i, p in enumerate(args.prompt)}
-    drafters = args.drafters.split(",")
+    drafters = args.drafters.split(",") if args.drafters != "auto" else [models.default_draft(args.target), "ngram", "self"]
+    drafters = list(dict.fromkeys(drafters))
     rows = []
     for drafter in ["none"] + [d for d in drafters if d != "none"]:
         engine = _make_engine(args, draft=None if drafter == "none" else drafter)
@@ -236,9 +243,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
-    s = sub.add_parser("run", help="stream a speculative generation (default: the Qwen2.5-Coder 0.5B -> 1.5B pair)")
+    s = sub.add_parser("run", help="stream a speculative generation (default: the Qwen2.5-Coder 0.5B -> 1.5B pair; "
+                                   "other targets draft with ngram)")
     s.add_argument("prompt", nargs="?", default=None, help="prompt text (default: a coding request)")
-    _add_model_args(s, models.DEFAULT_DRAFT)
+    _add_model_args(s, "auto")
     _add_sampling_args(s, temperature=0.0)
     s.add_argument("--raw", action="store_true", help="send the prompt as is, without the chat template")
     s.add_argument("--show-draft", action="store_true", help="colour the tokens that came from the drafter")
@@ -246,7 +254,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=_cmd_run)
 
     s = sub.add_parser("chat", help="interactive multi-turn chat with the model's chat template")
-    _add_model_args(s, models.DEFAULT_DRAFT)
+    _add_model_args(s, "auto")
     _add_sampling_args(s, temperature=0.7)
     s.add_argument("--system", default=None, help="system message")
     s.set_defaults(func=_cmd_chat)
@@ -254,8 +262,9 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("bench", help="plain vs speculative decoding on built-in or given prompts")
     _add_model_args(s, None)
     _add_sampling_args(s, temperature=0.0)
-    s.add_argument("--drafters", default=f"{models.DEFAULT_DRAFT},ngram,self",
-                   help="comma-separated drafters to compare with plain decoding")
+    s.add_argument("--drafters", default="auto",
+                   help="comma-separated drafters to compare with plain decoding (default: the target's known "
+                        "draft model if it has one, ngram, self)")
     s.add_argument("--prompt", action="append", default=None, help="a prompt (repeatable; default: code/chat/repetitive)")
     s.add_argument("--raw", action="store_true", help="send prompts without the chat template")
     s.set_defaults(func=_cmd_bench)

@@ -103,7 +103,7 @@ class Model(Context):
 
     @property
     def arch(self) -> str:
-        """general.architecture: 'llama', 'qwen2' or 'gemma3'."""
+        """general.architecture: one of quickdraft._core.SUPPORTED_ARCHS ('llama', 'qwen2', ...)."""
         return self._weights.arch
 
     @property

@@ -20,6 +20,10 @@ const std::vector<std::pair<std::string, Loader>>& families() {
       {"llama", model::load_llama},
       {"qwen2", model::load_qwen2},
       {"gemma3", model::load_gemma3},
+      {"qwen3", model::load_qwen3},
+      {"smollm3", model::load_smollm3},
+      {"phi3", model::load_phi3},
+      {"qwen3moe", model::load_qwen3moe},
   };
   return kFamilies;
 }

@@ -18,6 +18,16 @@ ModelDrafter::ModelDrafter(std::unique_ptr<LogitSource> model, std::string name,
   logits_.resize(model_->n_vocab());
 }
 
+void ModelDrafter::eval_ids(const int32_t* ids, int n, float* logits, bool last_only) {
+  const int32_t V = model_->n_vocab();
+  if (std::any_of(ids, ids + n, [V](int32_t t) { return t >= V; })) {
+    stand_in_.assign(ids, ids + n);
+    for (int32_t& t : stand_in_) t = t >= V ? 0 : t;
+    ids = stand_in_.data();
+  }
+  model_->eval(ids, n, logits, last_only);
+}
+
 void ModelDrafter::reset(size_t offset) {
   model_->truncate(0);
   cached_.clear();
@@ -41,7 +51,7 @@ bool ModelDrafter::prefill(const std::vector<int32_t>& history, int max_tokens) 
   const int todo = (int)(history.size() - 1 - cached_.size());
   const int n = std::min(todo, max_tokens);
   if (n > 0) {
-    model_->eval(history.data() + cached_.size(), n, nullptr, false);
+    eval_ids(history.data() + cached_.size(), n, nullptr, false);
     cached_.insert(cached_.end(), history.begin() + cached_.size(), history.begin() + cached_.size() + n);
   }
   return n == todo;
@@ -59,7 +69,7 @@ int ModelDrafter::catch_up(const std::vector<int32_t>& history, double* seconds)
   }
   const size_t keep = offset_ + cached_.size();
   const double t0 = now();
-  model_->eval(history.data() + keep, (int)(history.size() - keep), logits_.data(), /*last_only=*/true);
+  eval_ids(history.data() + keep, (int)(history.size() - keep), logits_.data(), /*last_only=*/true);
   *seconds = now() - t0;
   cached_.insert(cached_.end(), history.begin() + keep, history.end());
   return (int)(history.size() - keep);

@@ -35,6 +35,9 @@ class ModelDrafter : public Drafter {
   // Drops cached tokens that differ from history (keeping at most history.size() - 1).
   void sync(const std::vector<int32_t>& history);
   void reset(size_t offset);
+  // model_->eval of target ids, each id the draft's vocabulary lacks (a target's appended
+  // special token, compat.h) fed as id 0: a stand-in only lowers acceptance, never exactness.
+  void eval_ids(const int32_t* ids, int n, float* logits, bool last_only);
 
   std::unique_ptr<LogitSource> model_;
   std::string name_;
@@ -44,6 +47,7 @@ class ModelDrafter : public Drafter {
   std::vector<int32_t> cached_;  // tokens in the draft's KV cache, in order
   std::vector<float> logits_;    // [n_vocab]
   std::vector<int32_t> ctx_;     // history + tokens drafted so far (penalty window)
+  std::vector<int32_t> stand_in_;  // eval_ids' copy when some id is outside the draft vocabulary
   double step_seconds_ = -1.0;   // last measured time of one single-token eval, < 0 unknown
 };
 
