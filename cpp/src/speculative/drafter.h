@@ -3,6 +3,7 @@
 //   NgramDrafter   prompt lookup over the whole context (no model, no extra memory)
 //   ModelDrafter   a small model, or the target itself with layers skipped (self-speculation)
 //   HybridDrafter  the n-gram proposal when there is one, the model otherwise
+//   PredictionDrafter  the caller's predicted output where it matches, another drafter elsewhere
 // "No drafter" is plain decoding through the same loop (the generator takes a null Drafter).
 #pragma once
 #include <cstdint>
@@ -29,6 +30,8 @@ class Drafter {
   virtual const char* name() const = 0;
   // Number of proposal sources whose acceptance and cost are tracked separately.
   virtual int n_sources() const { return 1; }
+  // What source s is called in stats ("draft", "ngram", "prediction"...).
+  virtual const char* source_name(int s) const { return name(); }
   // The source the next proposal for `history` will come from (hybrid: 1 if n-gram matches).
   virtual int next_source(const std::vector<int32_t>& history) { return 0; }
   // Proposes up to req.k tokens continuing history (history is never empty). A drafter with

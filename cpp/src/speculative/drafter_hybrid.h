@@ -13,11 +13,14 @@ class HybridDrafter : public Drafter {
   HybridDrafter(std::unique_ptr<ModelDrafter> model, NgramDrafter ngram);
   const char* name() const override { return "hybrid"; }
   int n_sources() const override { return 2; }
+  const char* source_name(int s) const override { return s == 1 ? ngram_.name() : model_->name(); }
   int next_source(const std::vector<int32_t>& history) override;
   void propose(const std::vector<int32_t>& history, const DraftRequest& req, Draft* out) override;
   bool prefill(const std::vector<int32_t>& history, int max_tokens) override {
     return model_->prefill(history, max_tokens);
   }
+  ModelDrafter& model() { return *model_; }
+  NgramDrafter& ngram() { return ngram_; }
 
  private:
   std::unique_ptr<ModelDrafter> model_;

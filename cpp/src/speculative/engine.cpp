@@ -9,6 +9,7 @@
 #include "model/model.h"
 #include "speculative/compat.h"
 #include "speculative/context_source.h"
+#include "speculative/drafter_choice.h"
 #include "speculative/drafter_hybrid.h"
 #include "speculative/drafter_model.h"
 #include "speculative/drafter_ngram.h"
@@ -64,6 +65,7 @@ struct Engine::Parts {
   std::unique_ptr<TokenStreamSource> text;
   std::shared_ptr<const Tokenizer> tok;  // null for models without tokenizer metadata
   std::unique_ptr<Generator> gen;
+  std::unique_ptr<DrafterChoice> choice;  // GenerateOptions::drafter
   std::mutex mu;  // one start() or step() at a time
 
   void finish(const EngineOptions& opt) {
@@ -73,6 +75,7 @@ struct Engine::Parts {
     g.p_min = opt.p_min;
     g.stop_ids = opt.stop_ids;
     gen = std::make_unique<Generator>(*target, drafter.get(), text.get(), g);
+    choice = std::make_unique<DrafterChoice>(drafter.get(), opt.ngram_min, opt.ngram_max);
   }
 };
 
@@ -152,7 +155,7 @@ Engine::~Engine() = default;
 
 void Engine::start(const std::vector<int32_t>& prompt, const GenerateOptions& opt) {
   std::lock_guard<std::mutex> lock(parts_->mu);
-  parts_->gen->start(prompt, opt);
+  parts_->gen->start(prompt, opt, parts_->choice->pick(opt.drafter));
 }
 
 bool Engine::step(std::vector<Chunk>* out) {
