@@ -25,20 +25,26 @@ long PredictionDrafter::expected(size_t history_len) const {
   return anchor_pred_ + (long)(history_len - anchor_history_);
 }
 
-int PredictionDrafter::match(const std::vector<int32_t>& history) const {
+PredictionDrafter::Match PredictionDrafter::match(const std::vector<int32_t>& history) const {
   const long P = (long)pred_.size();
-  if (history.size() < prompt_len_ || P == 0) return -1;
+  if (history.size() < prompt_len_ || P == 0) return {};
   const long g = (long)(history.size() - prompt_len_);  // generated tokens
-  if (g == 0) return 0;
-  const int32_t* gen_end = history.data() + history.size();
-
-  // Continuity: the last tokens are the prediction's just before the expected position.
+  if (g == 0) return {0, false};
   const long e = expected(history.size());
-  if (e > 0 && e <= P) {
-    const long m = std::min({g, (long)n_max_, e});
-    if (std::equal(gen_end - m, gen_end, pred_.data() + e - m)) return e < P ? (int)e : -1;
+  if (anchor_pred_ >= 0 && e <= P) {
+    // The tokens emitted since the last proposal against the prediction from where it proposed.
+    const long d = (long)(history.size() - anchor_history_);
+    const int32_t* since = history.data() + anchor_history_;
+    const int32_t* from = pred_.data() + anchor_pred_;
+    if (std::equal(since, since + d, from)) return {e < P ? (int)e : -1, false};
+    if (!anchor_guess_ && std::equal(since, since + d - 1, from) && e < P) return {(int)e, true};
   }
-  // The longest suffix that occurs in the prediction, the occurrence nearest e.
+  return {search(history, g, e), false};
+}
+
+int PredictionDrafter::search(const std::vector<int32_t>& history, long g, long e) const {
+  const long P = (long)pred_.size();
+  const int32_t* gen_end = history.data() + history.size();
   for (long n = std::min(g, (long)n_max_); n >= n_min_; n--) {
     const int32_t* suffix = gen_end - n;
     long best = -1;
@@ -53,21 +59,22 @@ int PredictionDrafter::match(const std::vector<int32_t>& history) const {
 }
 
 int PredictionDrafter::next_source(const std::vector<int32_t>& history) {
-  cached_at_ = match(history);
+  cached_ = match(history);
   cached_len_ = history.size();
-  cached_ = true;
-  if (cached_at_ >= 0 || !fallback_) return source();
+  have_cached_ = true;
+  if (cached_.at >= 0 || !fallback_) return source();
   return fallback_->next_source(history);
 }
 
 void PredictionDrafter::propose(const std::vector<int32_t>& history, const DraftRequest& req, Draft* out) {
-  const int at = cached_ && cached_len_ == history.size() ? cached_at_ : match(history);
-  cached_ = false;
+  const Match m = have_cached_ && cached_len_ == history.size() ? cached_ : match(history);
+  have_cached_ = false;
   out->clear();
-  if (at >= 0) {
+  if (m.at >= 0) {
     anchor_history_ = history.size();
-    anchor_pred_ = at;
-    for (int i = at; i < (int)pred_.size() && (int)out->tokens.size() < req.k; i++) {
+    anchor_pred_ = m.at;
+    anchor_guess_ = m.guess;
+    for (int i = m.at; i < (int)pred_.size() && (int)out->tokens.size() < req.k; i++) {
       if (pred_[i] < 0 || pred_[i] >= req.n_target_vocab) break;
       out->tokens.push_back(pred_[i]);
     }

@@ -3,11 +3,13 @@
 // continuation proposed; where it no longer matches (the edited lines), the fallback drafter
 // (the call's configured one, or none) proposes instead, until the text matches again.
 //
-// Matching: first, continuity, the last few generated tokens end where the previous match
-// said they would (the usual case: the draft was accepted); else the longest suffix of the
-// generated tokens (n_max down to n_min) that occurs in the prediction, taking the occurrence
-// nearest the expected position (prediction lines repeat: "    return x"). Nothing generated
-// yet: the prediction's start. The prediction is one more draft-length source, after the
+// Matching, in order: nothing generated yet, the prediction's start. Continuity: the tokens
+// emitted since the last proposal are the prediction's (the draft was accepted, and the
+// target's own token agreed): go on from there. A substitution: they are, but for the target's
+// last token (an edited word: "height" became "h"): guess the prediction goes on after it,
+// once; a guess that fails at once is not repeated. Otherwise the longest suffix of the
+// generated tokens (n_max down to n_min) that occurs in the prediction, the occurrence nearest
+// the expected position (prediction lines repeat: "    return x"). The prediction is one more draft-length source, after the
 // fallback's, so the controller learns its acceptance apart from the fallback's.
 #pragma once
 #include <cstddef>
@@ -36,12 +38,17 @@ class PredictionDrafter : public Drafter {
 
   // The prediction's draft-length source (the fallback's come first).
   int source() const { return fallback_ ? fallback_->n_sources() : 0; }
-  // Index in the prediction where the continuation of history starts, or -1 when none.
-  int match(const std::vector<int32_t>& history) const;
+  struct Match {
+    int at = -1;         // index in the prediction where the continuation starts, -1: none
+    bool guess = false;  // a substitution guess
+  };
+  // Where the prediction continues history.
+  Match match(const std::vector<int32_t>& history) const;
 
  private:
   // The prediction index the generated text has reached if it followed the last match.
   long expected(size_t history_len) const;
+  int search(const std::vector<int32_t>& history, long g, long e) const;
 
   std::vector<int32_t> pred_;
   Drafter* fallback_;
@@ -49,9 +56,10 @@ class PredictionDrafter : public Drafter {
   int n_min_, n_max_;
   size_t anchor_history_ = 0;  // the last match: history length then ...
   long anchor_pred_ = -1;      // ... and the prediction index continuing it (-1: none yet)
+  bool anchor_guess_ = false;  // ... and whether it was a substitution guess
   size_t cached_len_ = 0;      // next_source()'s match, for the propose() on the same history
-  int cached_at_ = -1;
-  bool cached_ = false;
+  Match cached_;
+  bool have_cached_ = false;
 };
 
 }  // namespace qd::speculative
