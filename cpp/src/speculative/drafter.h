@@ -34,6 +34,10 @@ class Drafter {
   virtual const char* source_name(int s) const { return name(); }
   // The source the next proposal for `history` will come from (hybrid: 1 if n-gram matches).
   virtual int next_source(const std::vector<int32_t>& history) { return 0; }
+  // After next_source(): true when the next proposal is all but certain and free to make (a
+  // prediction the text has followed so far), so the step drafts the most it may instead of
+  // the length the controller picks from timings (which a load spike can mislead).
+  virtual bool draft_in_full() const { return false; }
   // Proposes up to req.k tokens continuing history (history is never empty). A drafter with
   // a KV cache brings it in line with history first: it drops what the target rejected and
   // evaluates what it did not produce itself.

@@ -29,17 +29,17 @@ PredictionDrafter::Match PredictionDrafter::match(const std::vector<int32_t>& hi
   const long P = (long)pred_.size();
   if (history.size() < prompt_len_ || P == 0) return {};
   const long g = (long)(history.size() - prompt_len_);  // generated tokens
-  if (g == 0) return {0, false};
+  if (g == 0) return {0, false, false};
   const long e = expected(history.size());
   if (anchor_pred_ >= 0 && e <= P) {
     // The tokens emitted since the last proposal against the prediction from where it proposed.
     const long d = (long)(history.size() - anchor_history_);
     const int32_t* since = history.data() + anchor_history_;
     const int32_t* from = pred_.data() + anchor_pred_;
-    if (std::equal(since, since + d, from)) return {e < P ? (int)e : -1, false};
-    if (!anchor_guess_ && std::equal(since, since + d - 1, from) && e < P) return {(int)e, true};
+    if (std::equal(since, since + d, from)) return {e < P ? (int)e : -1, false, true};
+    if (!anchor_guess_ && std::equal(since, since + d - 1, from) && e < P) return {(int)e, true, false};
   }
-  return {search(history, g, e), false};
+  return {search(history, g, e), false, false};
 }
 
 int PredictionDrafter::search(const std::vector<int32_t>& history, long g, long e) const {

@@ -31,6 +31,8 @@ class PredictionDrafter : public Drafter {
   int n_sources() const override { return source() + 1; }
   const char* source_name(int s) const override;
   int next_source(const std::vector<int32_t>& history) override;
+  // A continuity match: the text has followed the prediction since the last proposal.
+  bool draft_in_full() const override { return have_cached_ && cached_.at >= 0 && cached_.continuing; }
   void propose(const std::vector<int32_t>& history, const DraftRequest& req, Draft* out) override;
   bool prefill(const std::vector<int32_t>& history, int max_tokens) override {
     return fallback_ ? fallback_->prefill(history, max_tokens) : true;
@@ -41,6 +43,7 @@ class PredictionDrafter : public Drafter {
   struct Match {
     int at = -1;         // index in the prediction where the continuation starts, -1: none
     bool guess = false;  // a substitution guess
+    bool continuing = false;  // the tokens since the last proposal were the prediction's
   };
   // Where the prediction continues history.
   Match match(const std::vector<int32_t>& history) const;

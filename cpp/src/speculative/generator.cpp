@@ -134,7 +134,8 @@ void Generator::speculate_step(std::vector<Chunk>* out) {
   draft_.clear();
   if (drafter_) {
     source = drafter_->next_source(history_);
-    const int wanted = opt_.reproducible ? draft_max_ : length_->next(source);
+    const bool full = opt_.reproducible || drafter_->draft_in_full();
+    const int wanted = full ? draft_max_ : length_->next(source);
     k = std::min({wanted, draft_max_, room - 1, remaining - 1});
   }
   if (k > 0) {
