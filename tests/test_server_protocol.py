@@ -176,3 +176,51 @@ def test_worker_queue_is_bounded_fifo_and_cancels():
         w.stop()
 
     asyncio.run(run())
+
+
+def test_health_is_503_while_loading_and_generation_refused():
+    from starlette.testclient import TestClient
+
+    from quickdraft.server import Server, ServerConfig
+
+    loaded = threading.Event()
+
+    def slow_load():
+        loaded.wait(10)
+        return FakeEngine(step=0.001)
+
+    srv = Server(ServerConfig(target="unused.gguf", model_name="m"))
+    srv.worker = Worker(slow_load, 2, srv._done)
+    with TestClient(srv.app()) as http:
+        assert http.get("/health").status_code == 503 and http.get("/health").json()["status"] == "loading"
+        r = http.post("/v1/completions", json={"model": "m", "prompt": "a", "max_tokens": 2})
+        assert r.status_code == 503 and r.json()["error"]["code"] == "model_loading"
+        assert "quickdraft_ready 0" in http.get("/metrics").text
+        loaded.set()
+        deadline = time.monotonic() + 10
+        while http.get("/health").status_code != 200:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        r = http.post("/v1/completions", json={"model": "m", "prompt": "a", "max_tokens": 2})
+        assert r.status_code == 200 and r.json()["choices"][0]["text"] == "tt"
+
+
+def test_a_model_that_fails_to_load_is_reported():
+    from starlette.testclient import TestClient
+
+    from quickdraft.server import Server, ServerConfig
+
+    def broken():
+        raise ValueError("not a GGUF file")
+
+    srv = Server(ServerConfig(target="bad.gguf", model_name="m"))
+    srv.worker = Worker(broken, 2, srv._done)
+    with TestClient(srv.app()) as http:
+        deadline = time.monotonic() + 10
+        while srv.worker.state == "loading":
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        r = http.get("/health")
+        assert r.status_code == 500 and "not a GGUF file" in r.json()["error"]
+        r = http.post("/v1/completions", json={"model": "m", "prompt": "a"})
+        assert r.status_code == 503 and "not a GGUF file" in r.json()["error"]["message"]

@@ -130,6 +130,8 @@ class Worker:
                 job = self._current = self._waiting.popleft()
             try:
                 self._serve(job)
+            except BaseException as e:  # the worker must outlive any one request
+                job.push("error", APIError(500, f"generation failed: {e}", None, "internal_error"))
             finally:
                 with self._cv:
                     self._current = None
@@ -149,21 +151,20 @@ class Worker:
             return
         job.push("started", prompt)
         try:
-            if not job.cancelled.is_set():  # a cancel that came before start() reset the engine's flag
-                for piece in stream:
-                    job.push("piece", piece.text)
-                    if job.cancelled.is_set():
-                        break
+            if job.cancelled.is_set():  # cancelled before start(), which cleared the engine's flag
+                engine.cancel()      # the first step then finishes "cancelled"
+            for piece in stream:
+                job.push("piece", piece.text)
+                if job.cancelled.is_set():
+                    break
+            stream.close()
+            completion = stream.completion
+            self._on_done(job, completion)
         except Exception as e:
             stream.close()
             job.push("error", APIError(500, f"generation failed: {e}", None, "internal_error"))
             return
-        stream.close()
-        completion = stream.completion
-        try:
-            self._on_done(job, completion)
-        finally:
-            job.push("done", completion)
+        job.push("done", completion)
 
 
 def _prompt_text(engine, req: GenRequest) -> str:
