@@ -20,8 +20,20 @@ def qd(*args: str, stdin: str | None = None, timeout: float = 300) -> subprocess
 def test_help_lists_every_command():
     r = qd("--help")
     assert r.returncode == 0
-    for cmd in ("run", "chat", "bench", "inspect", "fetch", "models"):
+    for cmd in ("run", "chat", "bench", "serve", "inspect", "fetch", "models"):
         assert cmd in r.stdout
+
+
+def test_serve_help_and_the_base_install_does_not_import_the_server_stack():
+    r = qd("serve", "--help")
+    assert r.returncode == 0
+    for opt in ("--host", "--port", "--api-key", "--queue", "--max-tokens", "--max-body", "--draft"):
+        assert opt in r.stdout
+    assert "127.0.0.1" in r.stdout
+    r = subprocess.run([sys.executable, "-c", "import sys, quickdraft, quickdraft.cli; "
+                        "print(sorted(m for m in ('starlette', 'uvicorn') if m in sys.modules))"],
+                       capture_output=True, text=True, env=dict(os.environ))
+    assert r.stdout.strip() == "[]", r.stdout + r.stderr
 
 
 def test_models_lists_known_keys():

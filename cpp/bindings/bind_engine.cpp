@@ -33,7 +33,10 @@ void register_engine(py::module_& m) {
       .def_readwrite("max_tokens", &qd::GenerateOptions::max_tokens)
       .def_readwrite("stop", &qd::GenerateOptions::stop)
       .def_readwrite("ignore_eos", &qd::GenerateOptions::ignore_eos)
-      .def_readwrite("reproducible", &qd::GenerateOptions::reproducible);
+      .def_readwrite("reproducible", &qd::GenerateOptions::reproducible)
+      .def_readwrite("drafter", &qd::GenerateOptions::drafter)
+      .def_readwrite("draft_max", &qd::GenerateOptions::draft_max)
+      .def_readwrite("prediction", &qd::GenerateOptions::prediction);
 
   py::enum_<qd::DrafterKind> kind(m, "DrafterKind");
   for (qd::DrafterKind k : {qd::DrafterKind::none, qd::DrafterKind::ngram, qd::DrafterKind::self,

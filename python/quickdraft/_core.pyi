@@ -108,6 +108,10 @@ class SamplerParams:
         ...
 class GenerateOptions:
     ignore_eos: bool
+    reproducible: bool
+    drafter: str
+    draft_max: int
+    prediction: list[int]
     sampling: SamplerParams
     def __init__(self) -> None:
         ...
@@ -175,6 +179,12 @@ class Stats:
     accepted_histogram: list[int]
     draft_length_histogram: list[int]
     seed: int
+    source_names: list[str]
+    source_drafted: list[int]
+    source_accepted: list[int]
+    prediction_tokens: int
+    accepted_prediction_tokens: int
+    rejected_prediction_tokens: int
     def __init__(self) -> None:
         ...
     def as_dict(self) -> dict:

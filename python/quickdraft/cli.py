@@ -1,4 +1,4 @@
-"""The `quickdraft` command line: run, chat, bench, inspect, fetch, models."""
+"""The `quickdraft` command line: run, chat, bench, serve, inspect, fetch, models."""
 
 from __future__ import annotations
 
@@ -214,6 +214,12 @@ def _cmd_bench(args) -> int:
     return 0
 
 
+def _cmd_serve(args) -> int:
+    from .server.run import main as serve_main  # imports starlette and uvicorn only when serving
+
+    return serve_main(args)
+
+
 def _cmd_inspect(args) -> int:
     from .inspect import inspect
 
@@ -268,6 +274,19 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--prompt", action="append", default=None, help="a prompt (repeatable; default: code/chat/repetitive)")
     s.add_argument("--raw", action="store_true", help="send prompts without the chat template")
     s.set_defaults(func=_cmd_bench)
+
+    s = sub.add_parser("serve", help="an OpenAI-compatible HTTP server (needs quickdraft[server])")
+    _add_model_args(s, None)
+    s.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
+    s.add_argument("--port", type=int, default=8000, help="port (default 8000; 0 picks a free one)")
+    s.add_argument("--api-key", default=None,
+                   help="require Authorization: Bearer KEY (default: $QUICKDRAFT_API_KEY, else none)")
+    s.add_argument("--model-name", default=None, help="the model id clients send (default: the target's name)")
+    s.add_argument("--queue", type=int, default=8, help="requests that may wait while one runs; more get 429 (default 8)")
+    s.add_argument("--max-tokens", type=int, default=4096,
+                   help="most tokens per request, and the default when a request sets none (default 4096)")
+    s.add_argument("--max-body", type=int, default=8 << 20, help="largest request body in bytes (default 8 MiB)")
+    s.set_defaults(func=_cmd_serve)
 
     s = sub.add_parser("inspect", help="summarise a GGUF file (path, model key or hf:// URL)")
     s.add_argument("file")

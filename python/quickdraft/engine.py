@@ -295,11 +295,21 @@ class Engine:
         seed: Optional[int] = None,
         stop: Union[None, str, Sequence[str]] = None,
         ignore_eos: bool = False,
+        prediction: Optional[Prompt] = None,
+        drafter: Optional[str] = None,
+        draft_max: Optional[int] = None,
     ) -> "Stream":
         """Yields Pieces as the target accepts them. temperature=0 is greedy; seed=None picks
         a random seed (in ``stats.seed``); stop strings end generation and are not emitted.
         Closing the iterator (or Ctrl-C) stops within one step; ``engine.last_completion``
-        then holds what was produced, with finish_reason "cancelled"."""
+        then holds what was produced, with finish_reason "cancelled".
+
+        prediction: the text (or token ids) the output is expected to be, e.g. the file being
+        edited: drafted from where the output matches it, with the drafter elsewhere. It never
+        changes the output, only the speed; ``stats.accepted_prediction_tokens`` and
+        ``rejected_prediction_tokens`` count its drafted tokens kept and refused. drafter /
+        draft_max: this call's drafting, within what the engine loaded: "none", "ngram", or the
+        engine's own kind ("model", "self", "hybrid"); a draft_max up to the engine's."""
         core = self._engine()
         if isinstance(prompt, str):
             ids = list(self.tokenize(_checks.text("prompt", prompt)))
@@ -324,6 +334,13 @@ class Engine:
         opt.stop = [_checks.text(f"stop[{i}]", x) for i, x in enumerate(stops)]
         opt.ignore_eos = bool(ignore_eos)
         opt.reproducible = reproducible
+        if prediction is not None:
+            opt.prediction = (core.tokenize(prediction, False, False) if isinstance(prediction, str)
+                              else [int(t) for t in prediction])
+        if drafter is not None:
+            opt.drafter = str(drafter)
+        if draft_max is not None:
+            opt.draft_max = int(draft_max)
         return self._run(core, ids, opt)
 
     def _run(self, core, ids, opt) -> "Stream":

@@ -97,6 +97,14 @@ struct GenerateOptions {
   // Draft draft_max tokens every step instead of a length chosen from measured time, so the
   // same seed gives the same text whatever the machine's load (sampling with a fixed seed).
   bool reproducible = false;
+  // Drafting for this call, within what the engine loaded: "" the engine's own drafter, else
+  // "none", "ngram" (always available), "model", "self", "hybrid" (when loaded; else ArgError).
+  std::string drafter;
+  int draft_max = -1;  // -1: the engine's draft_max; else at most that
+  // Predicted output (OpenAI's "Predicted Outputs"): token ids of the text the caller expects,
+  // drafted from where the generated text matches it, with the drafter above elsewhere.
+  // The output does not change, only the speed.
+  std::vector<int32_t> prediction;
 };
 
 enum class FinishReason { none, eos, length, stop, context, cancelled };
@@ -125,6 +133,12 @@ struct Stats {
   std::vector<int> accepted_histogram;      // [draft_max + 1]: rounds by accepted draft tokens
   std::vector<int> draft_length_histogram;  // [draft_max + 1]: rounds by draft length
   uint64_t seed = 0;                        // the sampler's seed
+  // Per draft source ("draft", "ngram", "prediction"...): tokens drafted and accepted.
+  std::vector<std::string> source_names;
+  std::vector<int> source_drafted, source_accepted;
+  int prediction_tokens = 0;                // the prediction's length in tokens
+  int accepted_prediction_tokens = 0;       // drafted from the prediction and kept
+  int rejected_prediction_tokens = 0;       // drafted from the prediction and refused by the target
 
   double acceptance_rate() const { return drafted ? (double)accepted / drafted : 0.0; }
   double mean_accepted_length() const { return steps ? (double)accepted / steps : 0.0; }  // per round
@@ -150,6 +164,12 @@ void for_each_stats_field(F&& f) {
   f("accepted_histogram", &Stats::accepted_histogram);
   f("draft_length_histogram", &Stats::draft_length_histogram);
   f("seed", &Stats::seed);
+  f("source_names", &Stats::source_names);
+  f("source_drafted", &Stats::source_drafted);
+  f("source_accepted", &Stats::source_accepted);
+  f("prediction_tokens", &Stats::prediction_tokens);
+  f("accepted_prediction_tokens", &Stats::accepted_prediction_tokens);
+  f("rejected_prediction_tokens", &Stats::rejected_prediction_tokens);
 }
 
 class Engine {

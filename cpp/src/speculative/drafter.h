@@ -3,6 +3,7 @@
 //   NgramDrafter   prompt lookup over the whole context (no model, no extra memory)
 //   ModelDrafter   a small model, or the target itself with layers skipped (self-speculation)
 //   HybridDrafter  the n-gram proposal when there is one, the model otherwise
+//   PredictionDrafter  the caller's predicted output where it matches, another drafter elsewhere
 // "No drafter" is plain decoding through the same loop (the generator takes a null Drafter).
 #pragma once
 #include <cstdint>
@@ -29,6 +30,8 @@ class Drafter {
   virtual const char* name() const = 0;
   // Number of proposal sources whose acceptance and cost are tracked separately.
   virtual int n_sources() const { return 1; }
+  // What source s is called in stats ("draft", "ngram", "prediction"...).
+  virtual const char* source_name(int s) const { return name(); }
   // The source the next proposal for `history` will come from (hybrid: 1 if n-gram matches).
   virtual int next_source(const std::vector<int32_t>& history) { return 0; }
   // What one drafted token of `source` is expected to cost as a share of a target decode step,
@@ -36,7 +39,11 @@ class Drafter {
   virtual double cost_hint(int source) const { return -1.0; }
   // The most tokens a proposal after plain steps catches up on (a model drafter's KV cache
   // lags the text while the target decodes alone); 0 for drafters without a cache.
-  virtual int max_catch_up() const { return 0; }
+  virtual int max_catch_up(int source) const { return 0; }
+  // After next_source(): true when the next proposal is all but certain and free to make (a
+  // prediction the text has followed so far), so the step drafts the most it may instead of
+  // the length the controller picks from timings (which a load spike can mislead).
+  virtual bool draft_in_full() const { return false; }
   // Proposes up to req.k tokens continuing history (history is never empty). A drafter with
   // a KV cache brings it in line with history first: it drops what the target rejected and
   // evaluates what it did not produce itself.

@@ -21,7 +21,7 @@ class ModelDrafter : public Drafter {
   ModelDrafter(std::unique_ptr<LogitSource> model, std::string name, int max_lag = 64, double cost_hint = -1.0);
   const char* name() const override { return name_.c_str(); }
   double cost_hint(int) const override { return cost_hint_; }
-  int max_catch_up() const override { return max_lag_; }
+  int max_catch_up(int) const override { return max_lag_; }
   void propose(const std::vector<int32_t>& history, const DraftRequest& req, Draft* out) override;
   bool prefill(const std::vector<int32_t>& history, int max_tokens) override;
 

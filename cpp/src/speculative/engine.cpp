@@ -12,6 +12,7 @@
 #include "quant/quant_types.h"
 #include "speculative/compat.h"
 #include "speculative/context_source.h"
+#include "speculative/drafter_choice.h"
 #include "speculative/drafter_hybrid.h"
 #include "speculative/drafter_model.h"
 #include "speculative/drafter_ngram.h"
@@ -69,6 +70,7 @@ struct Engine::Parts {
   std::unique_ptr<Generator> gen;
   std::vector<std::shared_ptr<const gguf::File>> files;  // checked at start()
   int n_ctx_train = 0;
+  std::unique_ptr<DrafterChoice> choice;  // GenerateOptions::drafter
   std::mutex mu;  // one start() or step() at a time
 
   void finish(const EngineOptions& opt) {
@@ -78,6 +80,7 @@ struct Engine::Parts {
     g.p_min = opt.p_min;
     g.stop_ids = opt.stop_ids;
     gen = std::make_unique<Generator>(*target, drafter.get(), text.get(), g);
+    choice = std::make_unique<DrafterChoice>(drafter.get(), opt.ngram_min, opt.ngram_max);
   }
 };
 
@@ -192,7 +195,7 @@ Engine::~Engine() = default;
 void Engine::start(const std::vector<int32_t>& prompt, const GenerateOptions& opt) {
   std::lock_guard<std::mutex> lock(parts_->mu);
   for (const auto& f : parts_->files) f->check_unchanged();
-  parts_->gen->start(prompt, opt);
+  parts_->gen->start(prompt, opt, parts_->choice->pick(opt.drafter));
 }
 
 bool Engine::step(std::vector<Chunk>* out) {

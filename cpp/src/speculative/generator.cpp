@@ -14,15 +14,25 @@ double now() { return std::chrono::duration<double>(std::chrono::steady_clock::n
 
 Generator::Generator(LogitSource& target, Drafter* drafter, const TokenStreamSource* text, GeneratorConfig cfg)
     : target_(target),
+      default_drafter_(drafter),
       drafter_(drafter),
       text_src_(text),
       cfg_(std::move(cfg)),
-      length_(drafter ? drafter->n_sources() : 1, cfg_.draft_length) {
+      draft_max_(cfg_.draft_length.draft_max) {
   if (!(cfg_.p_min >= 0.0f && cfg_.p_min <= 1.0f)) throw ArgError("p_min must be in [0, 1]");
   if (cfg_.prefill_chunk < 1) throw ArgError("prefill_chunk must be >= 1");
+  length_ = lane(drafter, false, drafter);
   stats_.drafter = drafter_ ? drafter_->name() : "none";
-  for (int i = 0; drafter_ && i < drafter_->n_sources(); i++)
-    length_.set_cost_hint(i, drafter_->cost_hint(i), i == 0 ? drafter_->max_catch_up() : 0);
+}
+
+DraftLength* Generator::lane(const Drafter* base, bool prediction, const Drafter* active) {
+  for (Lane& l : lanes_)
+    if (l.base == base && l.prediction == prediction) return l.length.get();
+  const int n_sources = active ? active->n_sources() : 1;
+  auto length = std::make_unique<DraftLength>(n_sources, cfg_.draft_length);
+  for (int i = 0; active && i < n_sources; i++) length->set_cost_hint(i, active->cost_hint(i), active->max_catch_up(i));
+  lanes_.push_back({base, prediction, std::move(length)});
+  return lanes_.back().length.get();
 }
 
 bool Generator::is_stop_id(int32_t t) const {
@@ -30,6 +40,10 @@ bool Generator::is_stop_id(int32_t t) const {
 }
 
 void Generator::start(const std::vector<int32_t>& prompt, const GenerateOptions& opt) {
+  start(prompt, opt, default_drafter_);
+}
+
+void Generator::start(const std::vector<int32_t>& prompt, const GenerateOptions& opt, Drafter* drafter) {
   if (prompt.empty()) throw ArgError("the prompt has no tokens");
   if ((int)prompt.size() > target_.n_ctx())
     throw ArgError("the prompt has " + std::to_string(prompt.size()) + " tokens, more than the context of " +
@@ -40,12 +54,32 @@ void Generator::start(const std::vector<int32_t>& prompt, const GenerateOptions&
                      std::to_string(target_.n_vocab()));
   if (opt.max_tokens < 0) throw ArgError("max_tokens must be >= 0");
   if (!opt.stop.empty() && !text_src_) throw ArgError("stop strings need a tokenizer");
+  const int cap = cfg_.draft_length.draft_max;
+  if (opt.draft_max < -1 || opt.draft_max > cap)
+    throw ArgError("draft_max must be -1 (the engine's) or in [0, " + std::to_string(cap) +
+                   "] (the engine's draft_max), got " + std::to_string(opt.draft_max));
+  for (int32_t t : opt.prediction)
+    if (t < 0 || t >= target_.n_vocab())
+      throw ArgError("prediction token id " + std::to_string(t) + " is outside the vocabulary of " +
+                     std::to_string(target_.n_vocab()));
+  auto verifier = std::make_unique<Verifier>(opt.sampling);  // validates the sampler settings
+  auto stops = std::make_unique<StopStrings>(opt.stop);
+  // Past the checks: from here on the generator belongs to the new generation.
   opt_ = opt;
-  verifier_ = std::make_unique<Verifier>(opt.sampling);  // validates the sampler settings
-  stops_ = std::make_unique<StopStrings>(opt.stop);
+  opt_.prediction.clear();  // the drafter keeps its own copy
+  draft_max_ = opt.draft_max < 0 ? cap : opt.draft_max;
+  verifier_ = std::move(verifier);
+  stops_ = std::move(stops);
+  drafter_ = drafter;
+  prediction_.reset();
+  if (!opt.prediction.empty()) {
+    prediction_ = std::make_unique<PredictionDrafter>(opt.prediction, drafter, prompt.size());
+    drafter_ = prediction_.get();
+  }
+  length_ = lane(drafter, prediction_ != nullptr, drafter_);
   stream_ = text_src_ ? text_src_->open(prompt) : nullptr;
   rng_.reseed(opt.sampling.seed);
-  length_.new_sequence();
+  length_->new_sequence();
 
   // Reuse the KV entries the new prompt shares with what the cache holds (chat turns).
   size_t keep = 0;
@@ -61,7 +95,11 @@ void Generator::start(const std::vector<int32_t>& prompt, const GenerateOptions&
   cancel_.store(false);
   finish_ = FinishReason::none;
   stats_ = Stats();
-  stats_.drafter = drafter_ ? drafter_->name() : "none";
+  stats_.drafter = drafter ? drafter->name() : "none";
+  for (int i = 0; drafter_ && i < drafter_->n_sources(); i++) stats_.source_names.push_back(drafter_->source_name(i));
+  stats_.source_drafted.assign(stats_.source_names.size(), 0);
+  stats_.source_accepted.assign(stats_.source_names.size(), 0);
+  stats_.prediction_tokens = (int)opt.prediction.size();
   stats_.seed = opt.sampling.seed;
   stats_.prompt_tokens = (int)prompt.size();
   stats_.prompt_tokens_cached = (int)keep;
@@ -99,8 +137,9 @@ void Generator::speculate_step(std::vector<Chunk>* out) {
   draft_.clear();
   if (drafter_) {
     source = drafter_->next_source(history_);
-    const int wanted = opt_.reproducible ? length_.options().draft_max : length_.next(source);
-    k = std::min({wanted, room - 1, remaining - 1});
+    const bool full = opt_.reproducible || drafter_->draft_in_full();
+    const int wanted = full ? draft_max_ : length_->next(source);
+    k = std::min({wanted, draft_max_, room - 1, remaining - 1});
   }
   if (k > 0) {
     const DraftRequest req{k, &opt_.sampling, &rng_, cfg_.p_min, target_.n_vocab()};
@@ -110,11 +149,11 @@ void Generator::speculate_step(std::vector<Chunk>* out) {
     stats_.time_draft += dt;
     const int n = (int)draft_.tokens.size();
     if (draft_.first_seconds >= 0) {
-      length_.record_draft(source, n, draft_.first_seconds, draft_.step_seconds);
+      length_->record_draft(source, n, draft_.first_seconds, draft_.step_seconds);
     } else {
-      length_.record_draft(source, n, dt / std::max(1, n));
+      length_->record_draft(source, n, dt / std::max(1, n));
     }
-    if (draft_.catch_up_seconds >= 0) length_.record_catch_up(source, draft_.catch_up_seconds, draft_.catch_up_tokens);
+    if (draft_.catch_up_seconds >= 0) length_->record_catch_up(source, draft_.catch_up_seconds, draft_.catch_up_tokens);
   }
   const int n_draft = (int)draft_.tokens.size();
 
@@ -135,10 +174,18 @@ void Generator::speculate_step(std::vector<Chunk>* out) {
   kv_tokens_.insert(kv_tokens_.end(), rows.begin(), rows.begin() + 1 + v.n_accepted);
   target_.truncate((int)kv_tokens_.size());
 
-  length_.record_verify(source, (int)rows.size(), v.n_accepted, t_sample - t_verify);
+  length_->record_verify(source, (int)rows.size(), v.n_accepted, t_sample - t_verify);
   stats_.steps++;
   stats_.drafted += n_draft;
   stats_.accepted += v.n_accepted;
+  if (n_draft > 0) {
+    stats_.source_drafted[source] += n_draft;
+    stats_.source_accepted[source] += v.n_accepted;
+    if (prediction_ && source == prediction_->source()) {
+      stats_.accepted_prediction_tokens += v.n_accepted;
+      stats_.rejected_prediction_tokens += n_draft - v.n_accepted;
+    }
+  }
   stats_.draft_length_histogram[n_draft]++;
   stats_.accepted_histogram[v.n_accepted]++;
 

@@ -8,7 +8,9 @@
 //   emit d[:n] + [t]
 //
 // The target's KV cache always holds every history token but the last, which the next step
-// evaluates together with the draft. Stops: EOS/EOT ids, max_tokens, stop strings (spanning
+// evaluates together with the draft. A call may pick another of the engine's drafters, a smaller
+// draft_max, and a prediction (PredictionDrafter over the call's drafter); the draft-length
+// controller keeps what it learned per drafter (and with or without a prediction). Stops: EOS/EOT ids, max_tokens, stop strings (spanning
 // tokens; their text is not emitted), context full, cancel(). step() does one prefill chunk or
 // one draft-verify round, so a caller can stream and cancel between steps.
 #pragma once
@@ -24,6 +26,7 @@
 #include "sampling/sampler_params.h"
 #include "speculative/draft_length.h"
 #include "speculative/drafter.h"
+#include "speculative/drafter_prediction.h"
 #include "speculative/logit_source.h"
 #include "speculative/verifier.h"
 #include "tokenizer/stop_strings.h"
@@ -46,6 +49,9 @@ class Generator {
 
   // Begins a generation. KV entries shared with the previous call's tokens are reused.
   void start(const std::vector<int32_t>& prompt, const GenerateOptions& opt);
+  // The same, drafting with `drafter` (null: none) instead of the constructor's; it must
+  // outlive the generation. opt.drafter is not read here (the engine resolves it).
+  void start(const std::vector<int32_t>& prompt, const GenerateOptions& opt, Drafter* drafter);
   // One prefill chunk or one draft-verify round; appends emitted chunks to out. Returns false
   // when generation has finished (then finish_reason() says why).
   bool step(std::vector<Chunk>* out);
@@ -59,7 +65,7 @@ class Generator {
   const Stats& stats() const { return stats_; }
   const std::vector<int32_t>& generated() const { return generated_; }
   const std::string& text() const { return text_; }
-  const DraftLength& draft_length() const { return length_; }
+  const DraftLength& draft_length() const { return *length_; }
 
  private:
   bool prefill_step();
@@ -68,12 +74,24 @@ class Generator {
   bool emit(const int32_t* tokens, int n, bool from_draft, std::vector<Chunk>* out);
   void finish(FinishReason r, std::vector<Chunk>* out);
   bool is_stop_id(int32_t t) const;
+  // The draft-length controller for drafting with base (and a prediction over it).
+  DraftLength* lane(const Drafter* base, bool prediction, const Drafter* active);
+
+  struct Lane {
+    const Drafter* base;
+    bool prediction;
+    std::unique_ptr<DraftLength> length;
+  };
 
   LogitSource& target_;
-  Drafter* drafter_;
+  Drafter* default_drafter_;
+  Drafter* drafter_;                             // this generation's: the default, another, or prediction_
+  std::unique_ptr<PredictionDrafter> prediction_;
   const TokenStreamSource* text_src_;
   GeneratorConfig cfg_;
-  DraftLength length_;
+  std::vector<Lane> lanes_;
+  DraftLength* length_;                          // this generation's lane
+  int draft_max_;                                // this generation's cap (<= cfg_.draft_length.draft_max)
   GenerateOptions opt_;
   std::unique_ptr<Verifier> verifier_;
   sampling::Rng rng_;
