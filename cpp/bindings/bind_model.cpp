@@ -142,6 +142,9 @@ py::dict hparams_dict(const qd::Hparams& h) {
   d["n_head_kv"] = h.n_head_kv;
   d["head_dim"] = h.head_dim;
   d["n_ff"] = h.n_ff;
+  d["n_expert"] = h.n_expert;
+  d["n_expert_used"] = h.n_expert_used;
+  d["n_ff_exp"] = h.n_ff_exp;
   d["n_rot"] = h.n_rot;
   d["rms_eps"] = h.rms_eps;
   d["rope_base"] = h.rope_base;
