@@ -91,10 +91,10 @@ def sdist_source(bin_dir: Path) -> Path:
     return peer_dir() / f"llama_cpp_python-{VERSION}"
 
 
-def libllama() -> types.ModuleType:
-    """llama_cpp.llama_cpp bound to the peer's libllama.so, without the package's __init__ (which
-    pulls in the high-level API and its dependencies)."""
-    bin_dir = ensure()
+def libllama(isa: str | None = None) -> types.ModuleType:
+    """llama_cpp.llama_cpp bound to the peer's libllama.so (of the `isa` build, as ensure()), without
+    the package's __init__ (which pulls in the high-level API and its dependencies)."""
+    bin_dir = ensure(isa)
     os.environ["LLAMA_CPP_LIB_PATH"] = str(bin_dir)
     if "llama_cpp" not in sys.modules:
         pkg = types.ModuleType("llama_cpp")

@@ -53,6 +53,73 @@ def test_inspect_by_key_and_path(model_path):
     assert by_path.stdout.splitlines()[1:] == by_key.stdout.splitlines()[1:]
 
 
+INSPECT_CASES = {
+    "qwen3": (dict(head_dim=32, rope_scaling="yarn", rope_factor=4.0, rope_orig_ctx=256),
+              ["head_dim 32 (not n_embd / n_head = 16)", "q/k norms", "rope scaling yarn x4 (original context 256)"]),
+    "phi3": (dict(longrope=True, n_rot=8, sliding_window=8, rope_attn_factor=1.19),
+             ["fused qkv", "fused gate/up", "partial rotary (8 of 16 dims)", "LongRoPE", "attn_factor 1.19",
+              "sliding window 8 (ignored for phi3"]),
+    "smollm3": ({}, ["no rope on every 4th layer"]),
+    "qwen3moe": (dict(head_dim=32, n_expert=8, n_expert_used=2, n_ff_exp=64),
+                 ["MoE: 8 experts, top-2 per token, expert n_ff 64", "q/k norms"]),
+    "gemma3": (dict(sliding_window=6, swa_pattern=2, logit_softcap=5.0),
+               ["q/k norms", "sliding window 6, pattern 2", "logit softcap 5"]),
+    "llama": (dict(rope_linear_factor=4.0), ["rope scaling linear x4"]),
+}
+
+
+@pytest.mark.parametrize("arch", list(INSPECT_CASES))
+def test_inspect_names_family_features(tmp_path, arch):
+    from fixtures.tiny_models import TinySpec, write_tiny_model
+
+    extra, want = INSPECT_CASES[arch]
+    path = write_tiny_model(tmp_path / f"{arch}.gguf", TinySpec(arch=arch, **extra))
+    r = qd("inspect", str(path))
+    assert r.returncode == 0, r.stderr
+    features = next(line for line in r.stdout.splitlines() if line.startswith("features:"))
+    for w in want:
+        assert w in features, f"{w!r} not in {features!r}"
+    assert "supported:       yes" in r.stdout
+
+
+def test_inspect_plain_llama_has_no_features_and_unknown_arch_is_named(tmp_path):
+    import gguf
+    import numpy as np
+
+    from fixtures.tiny_models import TinySpec, write_tiny_model
+
+    r = qd("inspect", str(write_tiny_model(tmp_path / "l.gguf", TinySpec(arch="llama"))))
+    assert "features:        -" in r.stdout
+    w = gguf.GGUFWriter(str(tmp_path / "mamba.gguf"), "mamba")
+    w.add_tensor("token_embd.weight", np.zeros((4, 32), dtype=np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    r = qd("inspect", str(tmp_path / "mamba.gguf"))
+    assert r.returncode == 0 and "supported:       no (supported: llama, qwen2" in r.stdout
+
+
+def test_default_drafter_is_the_known_pair_else_ngram(tmp_path):
+    from quickdraft import models
+
+    assert models.default_draft("qwen2.5-coder-1.5b") == "qwen2.5-coder-0.5b"
+    assert models.default_draft(tmp_path / models.KNOWN_MODELS["qwen2.5-coder-1.5b"].filename) == "qwen2.5-coder-0.5b"
+    assert models.default_draft("smollm2-135m") == "ngram"
+    assert models.default_draft(tmp_path / "Qwen3-8B-Q4_K_M.gguf") == "ngram"
+    r = qd("run", "--help")
+    assert "else ngram" in " ".join(r.stdout.split())
+
+
+@pytest.mark.real
+def test_run_without_draft_uses_ngram_for_a_target_without_a_known_pair(model_path):
+    model_path(SMOL)
+    r = qd("run", "Count to five.", "--target", SMOL, "--max-tokens", "8", "--threads", "2")
+    assert r.returncode == 0, r.stderr
+    assert "with drafter ngram" in r.stderr and "[ngram]" in r.stderr
+    assert "qwen" not in r.stderr.lower()
+
+
 def test_inspect_bad_file_is_a_clean_error(tmp_path):
     bad = tmp_path / "bad.gguf"
     bad.write_bytes(b"GGUF\x03\x00\x00\x00" + b"\xff" * 8)

@@ -114,6 +114,20 @@ def test_unsupported_architecture_names_itself_and_the_supported_list(tmp_path):
         quickdraft.Model(path)
 
 
+@pytest.mark.parametrize("arch", ["llama", "qwen2", "qwen3"])
+def test_unsupported_rope_scaling_names_itself(tmp_path, arch):
+    path = write_tiny_model(tmp_path / "m.gguf", TinySpec(arch=arch, rope_scaling="longrope", rope_factor=4.0))
+    with pytest.raises(UnsupportedError, match=rf"rope scaling type 'longrope' is not supported for architecture {arch} "
+                                               r"\(supported: none, linear, yarn\)"):
+        quickdraft.Model(path)
+
+
+def test_rope_scaling_is_reported(tmp_path):
+    spec = TinySpec(arch="qwen2", rope_scaling="yarn", rope_factor=4.0, rope_orig_ctx=128)
+    hp = quickdraft.Model(write_tiny_model(tmp_path / "m.gguf", spec)).hparams
+    assert (hp["rope_scaling"], hp["rope_freq_scale"], hp["rope_n_ctx_orig"]) == ("yarn", 0.25, 128)
+
+
 def test_missing_tensor_is_named(tmp_path):
     path = write_tiny_model(tmp_path / "m.gguf", TinySpec(arch="llama", omit=["blk.1.ffn_up.weight"]))
     with pytest.raises(GGUFError, match="missing tensor 'blk.1.ffn_up.weight'"):

@@ -20,6 +20,8 @@ def model_file(tmp_path, arch: str, wtype: str = "F32"):
         pytest.skip(f"this build cannot dequantize {wtype} yet")
     # A window shorter than the sequence, so Gemma 3's local layers really slide here.
     extra = {"sliding_window": 9, "swa_pattern": 2} if arch == "gemma3" else {}
+    if arch == "phi3":
+        extra = {"longrope": True, "rope_orig_ctx": 32}
     spec = TinySpec(arch=arch, wtype=wtype, n_layer=3, n_head=4, n_head_kv=2, **extra)
     return write_tiny_model(tmp_path / f"{arch}-{wtype}.gguf", spec), spec
 

@@ -73,8 +73,13 @@ def check_against_oracle(tmp_path, spec: TinySpec, n_tokens: int = 20, chunks=No
 
 
 def arch_defaults(arch: str) -> dict:
-    # Gemma 3 models get a short window with every second layer global, so 20 tokens exercise it.
-    return {"sliding_window": 6, "swa_pattern": 2} if arch == "gemma3" else {}
+    # Gemma 3 models get a short window with every second layer global, so 20 tokens exercise it;
+    # Phi-3 models LongRoPE (the long factors: the context of 256 exceeds the original 128).
+    if arch == "gemma3":
+        return {"sliding_window": 6, "swa_pattern": 2}
+    if arch == "phi3":
+        return {"longrope": True, "rope_orig_ctx": 128, "rope_attn_factor": 1.19}
+    return {}
 
 
 @pytest.mark.parametrize("wtype", WEIGHT_TYPES)
@@ -93,6 +98,11 @@ ROPE_SETTINGS = {
     "base500": dict(rope_base=500.0),
     "base1e6_linear4": dict(rope_base=1e6, rope_linear_factor=4.0),
     "partial_rot": dict(n_rot=8),  # head_dim 16: half of each head is not rotated
+    # YaRN (Qwen2.5 / Qwen3 long context): pairs 0..3 ramp between the original and the scaled angle
+    "yarn4": dict(rope_scaling="yarn", rope_factor=4.0, rope_orig_ctx=64),
+    "linear2_attn_factor": dict(rope_scaling="linear", rope_factor=2.0, rope_attn_factor=0.8),
+    "factor_without_type": dict(rope_factor=2.0),  # llama.cpp reads a missing type as linear
+    "none_ignores_factor": dict(rope_scaling="none", rope_factor=8.0),
 }
 
 
@@ -100,7 +110,7 @@ ROPE_SETTINGS = {
 @pytest.mark.parametrize("arch", ARCHS)
 def test_rope_settings(tmp_path, arch, rope):
     # Normal vs NEOX pairing is fixed by the architecture (llama normal, qwen2/gemma3 NEOX).
-    check_against_oracle(tmp_path, TinySpec(arch=arch, **ROPE_SETTINGS[rope], **arch_defaults(arch)))
+    check_against_oracle(tmp_path, TinySpec(arch=arch, **{**arch_defaults(arch), **ROPE_SETTINGS[rope]}))
 
 
 def test_llama_untied_output_and_separate_embedding_type(tmp_path):
@@ -135,6 +145,20 @@ def test_gemma3_softcap_and_head_dim(tmp_path):
 @pytest.mark.parametrize("arch", ARCHS)
 def test_incremental_eval_continues_from_kv_cache(tmp_path, arch):
     check_against_oracle(tmp_path, TinySpec(arch=arch, **arch_defaults(arch)), n_tokens=20, chunks=[7, 1, 1, 5, 6])
+
+
+@pytest.mark.parametrize("n_ctx", [256, 257], ids=["short_factors", "long_factors"])
+def test_phi3_longrope_factors_chosen_by_context_size(tmp_path, n_ctx):
+    # Original context 256: a context of 257 (padded to 512 as llama.cpp pads it) takes the long ones.
+    spec = TinySpec(arch="phi3", longrope=True, rope_orig_ctx=256, n_rot=12, head_dim=None, n_embd=64)
+    require_types(spec)
+    path = write_tiny_model(tmp_path / "phi3.gguf", spec)
+    ids = ids_for(spec, 20)
+    ref = NumpyTransformer(path, n_ctx=n_ctx).logits(ids)
+    other = NumpyTransformer(path, n_ctx=256 if n_ctx == 257 else 257).logits(ids)
+    ours = quickdraft.Model(path, n_ctx=n_ctx, threads=2).eval(ids)
+    assert np.abs(ours - ref).max() / ref.std() <= TOLERANCE_FLOAT
+    assert np.abs(ours - other).max() / ref.std() > 10 * TOLERANCE_FLOAT  # the factors matter here
 
 
 def test_longer_than_one_micro_batch(tmp_path):

@@ -340,3 +340,67 @@ def test_probes_after_a_refused_one_cost_no_more_than_their_budget():
         spent = sum((k * c_d if k else 0.0) + c_v(k + 1) for k in ks[40:])
         tokens = sum(true_rate(0.3, k, c_d, c_v) * ((k * c_d if k else 0.0) + c_v(k + 1)) for k in ks[40:])
         assert spent / tokens <= 1.05 * c_v(1)
+
+
+def drive_catching_up(ctl, c_d, c_v, accept, steps, cold=8.0, batched=0.25, max_lag=64):
+    """drive() with a model drafter's catch-up: a draft after plain steps first evaluates the
+    tokens it missed (up to max_lag, each at `batched` of a draft step). First timings are
+    inflated by `cold` as the controller sees them, not in the cost. Returns the draft lengths
+    and the cost per emitted token."""
+    credit, seen, ks, spent, tokens, lag = 0.0, set(), [], 0.0, 0.0, 1
+    for _ in range(steps):
+        k = ctl.next(0)
+        cost = c_v(k + 1)
+        if k:
+            ctl.record_draft(0, k, c_d * (1.0 if "draft" in seen else cold))
+            seen.add("draft")
+            cost += k * c_d
+            extra = min(lag, max_lag) - 2  # beyond the usual first token's two
+            if extra > 0:
+                ctl.record_catch_up(0, extra * batched * c_d * (1.0 if "catch-up" in seen else cold), extra)
+                seen.add("catch-up")
+                cost += extra * batched * c_d
+        n = 0
+        while n < k:
+            credit += accept
+            if credit < 1.0:
+                break
+            credit -= 1.0
+            n += 1
+        ctl.record_verify(0, k + 1, n, c_v(k + 1) * (1.0 if k + 1 in seen else cold))
+        seen.add(k + 1)
+        lag = n + 2 if k else lag + 1
+        ks.append(k)
+        spent += cost
+        tokens += n + 1
+    return ks, spent / tokens
+
+
+@pytest.mark.parametrize("share", [0.45, 0.7])
+@pytest.mark.parametrize("accept", [0.3, 0.5, 0.7, 0.9])
+@pytest.mark.parametrize("name,points", [("slow", SLOW), ("flat", FLAT)])
+def test_a_short_generation_is_never_dearer_than_plain(name, points, accept, share):
+    """The first 128 tokens from a cold start, with the drafter's cost hint (its weight bytes
+    over the target's) and its catch-up after plain steps: at most 4 % dearer per token than
+    plain decoding whatever the acceptance, a draft costing 0.7 of a target step (the target
+    itself with a third of its layers skipped) included. The first steps are plain until one is
+    timed, and the expensive drafter starts idle instead of drafting to find its cost."""
+    c_v, c_d = curve(points), share * C1
+    ctl = _core._testing.DraftLength(1, 8)
+    ctl.set_cost_hint(0, share, 64)
+    ks, per_token = drive_catching_up(ctl, c_d, c_v, accept, 128)
+    assert ks[:2] == [0, 0]
+    assert per_token <= 1.04 * c_v(1), (per_token / c_v(1), "".join(map(str, ks)))
+    if share == 0.7 and max(true_rate(accept, k, c_d, c_v) for k in range(1, 9)) < true_rate(accept, 0, c_d, c_v):
+        assert sum(1 for k in ks if k) <= 3, "".join(map(str, ks))
+
+
+def test_without_a_hint_the_cold_start_drafts_to_time_the_drafter():
+    """The contrast: no hint, the first drafts are middling ones (4 tokens), which a drafter
+    that does not pay loses on."""
+    c_v, c_d = curve(SLOW), 0.7 * C1
+    ks, per_token = drive_catching_up(_core._testing.DraftLength(1, 8), c_d, c_v, 0.5, 128)
+    assert ks[:4] == [0, 0, 4, 4]
+    hinted = _core._testing.DraftLength(1, 8)
+    hinted.set_cost_hint(0, 0.7, 64)
+    assert drive_catching_up(hinted, c_d, c_v, 0.5, 128)[1] < per_token

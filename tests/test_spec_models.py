@@ -78,6 +78,54 @@ def test_tiny_sampling_same_seed_same_output(tiny_pair):
     assert a == b and len(a) == 20
 
 
+# Architectures added after llama / qwen2 / gemma3 (which the pair above and test_draft_* cover):
+# a 2-layer draft for a 4-layer, wider target of the same family, and the n-gram drafter.
+FAMILY_EXTRA = {"qwen3": dict(head_dim=32), "smollm3": {}, "phi3": dict(longrope=True, rope_orig_ctx=128),
+                "qwen3moe": dict(head_dim=32)}
+
+
+@pytest.fixture(scope="module", params=list(FAMILY_EXTRA))
+def family_pair(request, tmp_path_factory):
+    arch, extra = request.param, FAMILY_EXTRA[request.param]
+    d = tmp_path_factory.mktemp(arch)
+    target = write_tiny_model(d / "target.gguf", TinySpec(arch=arch, n_layer=4, n_embd=96, n_ff=128, n_vocab=64,
+                                                          wtype="Q8_0", seed=1, **extra))
+    draft = write_tiny_model(d / "draft.gguf", TinySpec(arch=arch, n_layer=2, n_vocab=64, wtype="Q8_0", seed=2,
+                                                        **extra))
+    return target, draft
+
+
+@pytest.mark.parametrize("drafter", ["model", "ngram"])
+def test_family_greedy_speculative_equals_plain(family_pair, drafter):
+    target, draft = family_pair
+    want = argmax_loop(target, PROMPT, 24)
+    eng = engine_for(target, drafter, draft, n_ctx=256, threads=2, draft_max=4, p_min=0.0, adaptive=False,
+                     ngram_min=1)
+    out = eng.generate(PROMPT, max_tokens=24, temperature=0.0)
+    assert out.tokens == want
+    assert out.stats.drafted > 0
+
+
+def test_family_model_drafting_for_itself_accepts_everything(family_pair):
+    target, _ = family_pair
+    eng = Engine(str(target), draft=str(target), n_ctx=256, threads=2, draft_max=5, p_min=0.0, adaptive=False)
+    out = eng.generate(PROMPT, max_tokens=30, temperature=0.0)
+    assert out.stats.drafted >= 20 and out.stats.accepted == out.stats.drafted
+
+
+@pytest.mark.parametrize("drafter", ["model", "hybrid"])
+def test_target_ids_the_draft_lacks_are_fed_as_a_stand_in(tmp_path, drafter):
+    # A target with ids past the draft's vocabulary (appended special tokens, compat.h): prompts
+    # and outputs holding them still draft (the draft sees a stand-in) and equal plain decoding.
+    target = write_tiny_model(tmp_path / "t.gguf", TinySpec(arch="qwen3", n_layer=3, n_vocab=80, wtype="Q8_0", seed=1))
+    draft = write_tiny_model(tmp_path / "d.gguf", TinySpec(arch="qwen3", n_layer=2, n_vocab=64, wtype="Q8_0", seed=2))
+    prompt = [3, 70, 5, 79, 17, 64, 3, 70, 5]
+    want = argmax_loop(target, prompt, 24)
+    eng = engine_for(target, drafter, draft, n_ctx=256, threads=2, draft_max=4, p_min=0.0, adaptive=False, ngram_min=1)
+    out = eng.generate(prompt, max_tokens=24, temperature=0.0)
+    assert out.tokens == want and out.stats.drafted > 0
+
+
 def test_tiny_vocab_mismatch_raises(tmp_path):
     a = write_tiny_model(tmp_path / "a.gguf", TinySpec(n_vocab=64))
     # Tokenizer-less files compare by nothing but ids; a GGUF with tokens vs one without fails.

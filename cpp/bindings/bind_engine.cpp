@@ -60,7 +60,8 @@ void register_engine(py::module_& m) {
       .def_readwrite("draft_head", &O::draft_head)
       .def_readwrite("draft_quant", &O::draft_quant)
       .def_readwrite("draft_skip", &O::draft_skip)
-      .def_readwrite("stop_ids", &O::stop_ids);
+      .def_readwrite("stop_ids", &O::stop_ids)
+      .def_readwrite("mmap", &O::mmap);
 
   py::class_<qd::Stats> stats(m, "Stats", "What a generation drafted, accepted and spent its time on (seconds).");
   stats.def(py::init<>());
@@ -123,6 +124,7 @@ void register_engine(py::module_& m) {
       .def_property_readonly("drafter", &qd::Engine::drafter)
       .def_property_readonly("n_vocab", &qd::Engine::n_vocab)
       .def_property_readonly("n_ctx", &qd::Engine::n_ctx)
+      .def_property_readonly("n_ctx_train", &qd::Engine::n_ctx_train)
       .def("stats", [](const qd::Engine& e) { return e.stats(); }, "The last generation's Stats (a copy).")
       .def_property_readonly("has_tokenizer", &qd::Engine::has_tokenizer)
       .def("tokenize", &qd::Engine::tokenize, py::arg("text"), py::arg("add_special") = true,

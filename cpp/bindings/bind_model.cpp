@@ -61,6 +61,7 @@ class BoundContext {
     {
       py::gil_scoped_release release;
       std::lock_guard<std::mutex> lock(mu_);
+      model_->file().check_unchanged();
       ctx_->eval(t.data(), (int)n, dst, last_only);
     }
     return out;
@@ -71,6 +72,7 @@ class BoundContext {
     const std::vector<int32_t> t = to_ids(ids, model_->n_vocab());
     py::gil_scoped_release release;
     std::lock_guard<std::mutex> lock(mu_);
+    model_->file().check_unchanged();
     ctx_->eval(t.data(), (int)t.size(), nullptr);
   }
 
@@ -146,6 +148,10 @@ py::dict hparams_dict(const qd::Hparams& h) {
   d["rope_base_swa"] = h.rope_base_swa;
   d["rope_neox"] = h.rope_neox;
   d["rope_freq_scale"] = h.rope_freq_scale;
+  d["rope_scaling"] = h.rope_scaling;
+  d["rope_ext_factor"] = h.rope_ext_factor;
+  d["rope_attn_factor"] = h.rope_attn_factor;
+  d["rope_n_ctx_orig"] = h.rope_n_ctx_orig;
   d["attn_scale"] = h.attn_scale;
   d["embd_scale"] = h.embd_scale;
   d["sliding_window"] = h.sliding_window;
@@ -153,6 +159,9 @@ py::dict hparams_dict(const qd::Hparams& h) {
   py::list swa;
   for (uint8_t s : h.swa_layers) swa.append(py::bool_(s != 0));
   d["swa_layers"] = swa;
+  py::list nope;
+  for (uint8_t s : h.nope_layers) nope.append(py::bool_(s != 0));
+  d["nope_layers"] = nope;
   return d;
 }
 
@@ -160,14 +169,17 @@ py::dict hparams_dict(const qd::Hparams& h) {
 
 void register_model(py::module_& m) {
   py::class_<BoundModel>(m, "LoadedModel", "A GGUF model's weights, mapped in place; shared by contexts.")
-      .def(py::init([](const std::string& path, const std::string& requantize) {
+      .def(py::init([](const std::string& path, const std::string& requantize, bool mmap) {
              py::gil_scoped_release release;
              qd::LoadOptions opt;
              opt.requantize = requantize;
+             opt.mmap = mmap;
              return BoundModel{qd::Model::load(path, opt)};
            }),
-           py::arg("path"), py::arg("requantize") = "",
-           "requantize: a GGML type name ('q4_0'); matrices stored wider are requantized to it at load.")
+           py::arg("path"), py::arg("requantize") = "", py::arg("mmap") = true,
+           "requantize: a GGML type name ('q4_0'); matrices stored wider are requantized to it at load. mmap=False "
+           "reads the file into memory instead of mapping it.")
+      .def_property_readonly("mapped", [](const BoundModel& s) { return s.m->file().mapped(); })
       .def_property_readonly(
           "matrix_types",
           [](const BoundModel& s) {

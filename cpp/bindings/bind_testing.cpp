@@ -187,7 +187,10 @@ void register_testing(py::module_& m) {
            py::arg("first_seconds"), py::arg("step_seconds") = -1.0)
       .def("record_verify", &DraftLength::record_verify, py::arg("source"), py::arg("n_rows"), py::arg("n_accepted"),
            py::arg("seconds"))
-      .def("record_catch_up", &DraftLength::record_catch_up, py::arg("source"), py::arg("seconds"))
+      .def("record_catch_up", &DraftLength::record_catch_up, py::arg("source"), py::arg("seconds"),
+           py::arg("n_tokens"))
+      .def("set_cost_hint", &DraftLength::set_cost_hint, py::arg("source"), py::arg("share"),
+           py::arg("max_catch_up") = 0)
       .def("alpha", &DraftLength::alpha, py::arg("source") = 0)
       .def("verify_cost", &DraftLength::verify_cost, py::arg("n_rows"))
       .def("draft_cost", &DraftLength::draft_cost, py::arg("source") = 0)

@@ -30,6 +30,8 @@ PYBIND11_MODULE(_core, m) {
       py::set_error(unsupported, e.what());
     } catch (const qd::IncompatibleModelsError& e) {
       py::set_error(incompatible, e.what());
+    } catch (const qd::OutOfMemoryError& e) {
+      py::set_error(PyExc_MemoryError, e.what());
     } catch (const qd::ArgError& e) {
       py::set_error(PyExc_ValueError, e.what());
     } catch (const qd::Error& e) {

@@ -157,6 +157,7 @@ class EngineOptions:
     draft_quant: str
     draft_skip: list[int]
     stop_ids: list[int]
+    mmap: bool
     def __init__(self) -> None:
         ...
 class Stats:
@@ -242,6 +243,9 @@ class Engine:
     def n_ctx(self) -> int:
         ...
     @property
+    def n_ctx_train(self) -> int:
+        ...
+    @property
     def n_vocab(self) -> int:
         ...
     @property
@@ -251,10 +255,13 @@ class LoadedModel:
     """
     A GGUF model's weights, mapped in place; shared by contexts.
     """
-    def __init__(self, path: str, requantize: str = '') -> None:
+    def __init__(self, path: str, requantize: str = '', mmap: bool = True) -> None:
         """
-        requantize: a GGML type name ('q4_0'); matrices stored wider are requantized to it at load.
+        requantize: a GGML type name ('q4_0'); matrices stored wider are requantized to it at load. mmap=False reads the file into memory instead of mapping it.
         """
+    @property
+    def mapped(self) -> bool:
+        ...
     @property
     def arch(self) -> str:
         ...
@@ -422,7 +429,7 @@ def isa_available() -> list[str]:
     """
 def type_info(arg0: typing.SupportsInt | typing.SupportsIndex) -> typing.Any:
     ...
-SUPPORTED_ARCHS: tuple = ('llama', 'qwen2', 'gemma3')
+SUPPORTED_ARCHS: tuple = ('llama', 'qwen2', 'gemma3', 'qwen3', 'smollm3', 'phi3', 'qwen3moe')
 
 import types
 # Test hooks, not API (cpp/bindings/bind_testing.cpp): engine_from_tables, sample_many,

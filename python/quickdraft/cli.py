@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+import warnings
 
-from . import models
+from . import _checks, models
 
 DEFAULT_PROMPT = "Write a Python function that returns the n-th Fibonacci number, with a docstring and a short test."
 
@@ -23,9 +24,12 @@ _RESET = "\033[0m"
 def _add_model_args(p: argparse.ArgumentParser, draft_default: str | None) -> None:
     p.add_argument("--target", "-m", default=models.DEFAULT_TARGET,
                    help=f"target model: path, key or hf://owner/repo/file.gguf (default {models.DEFAULT_TARGET})")
+    default_help = draft_default or "none"
+    if draft_default == "auto":
+        pairs = ", ".join(f"{d} for {t}" for t, d in models.KNOWN_PAIRS.items())
+        default_help = f"the known draft model of the target ({pairs}), else ngram"
     p.add_argument("--draft", "-d", default=draft_default,
-                   help="drafter: a model (path/key/hf://), 'ngram', 'self', or 'none' "
-                        f"(default {draft_default or 'none'})")
+                   help=f"drafter: a model (path/key/hf://), 'ngram', 'self', or 'none' (default: {default_help})")
     p.add_argument("--threads", "-t", type=int, default=None, help="CPU threads (default: all cores)")
     p.add_argument("--n-ctx", type=int, default=4096, help="context length in tokens (default 4096)")
     p.add_argument("--draft-max", type=int, default=None, help="most tokens drafted per step")
@@ -57,7 +61,10 @@ def _sampling_kwargs(args) -> dict:
 def _make_engine(args, draft: str | None = "__args__"):
     from .engine import Engine
 
-    draft = args.draft if draft == "__args__" else draft
+    if draft == "__args__":
+        if args.draft == "auto":
+            args.draft = models.default_draft(args.target)
+        draft = args.draft
     if draft in (None, "none"):
         draft = None
     t0 = time.perf_counter()
@@ -71,8 +78,16 @@ def _make_engine(args, draft: str | None = "__args__"):
         kw["draft_max"] = args.draft_max
     if args.draft_quant and draft not in (None, "ngram", "self"):
         kw["draft_quant"] = args.draft_quant
-    engine = Engine(target, draft=draft, **kw)
+    with warnings.catch_warnings(record=True) as caught:  # shown after the "loading" line
+        warnings.simplefilter("always")
+        try:
+            engine = Engine(target, draft=draft, **kw)
+        except BaseException:
+            print(file=sys.stderr)  # end the "loading" line before the error
+            raise
     print(f" done in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    for w in caught:
+        print(f"quickdraft: warning: {w.message}", file=sys.stderr)
     return engine
 
 
@@ -101,17 +116,15 @@ def _stream_to_stdout(pieces, show_draft: bool):
 
 
 def _prompt_for(engine, text: str, raw: bool):
-    if raw:
+    if raw or engine.tokenizer.chat_template is None:  # no template (base model): plain text
         return text
-    try:
-        return engine.tokenizer.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True)
-    except Exception:  # no template (base model): plain text
-        return text
+    return engine.tokenizer.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True)
 
 
 def _cmd_run(args) -> int:
+    text = _checks.text("prompt", args.prompt or DEFAULT_PROMPT)  # before loading: argv may hold any bytes
     engine = _make_engine(args)
-    prompt = _prompt_for(engine, args.prompt or DEFAULT_PROMPT, args.raw)
+    prompt = _prompt_for(engine, text, args.raw)
     it = engine.stream(prompt, **_sampling_kwargs(args))
     try:
         _stream_to_stdout(it, args.show_draft)
@@ -181,7 +194,8 @@ def _cmd_bench(args) -> int:
     prompts = dict(BENCH_PROMPTS)
     if args.prompt:
         prompts = {f"prompt{i}": p for i, p in enumerate(args.prompt)}
-    drafters = args.drafters.split(",")
+    drafters = args.drafters.split(",") if args.drafters != "auto" else [models.default_draft(args.target), "ngram", "self"]
+    drafters = list(dict.fromkeys(drafters))
     rows = []
     for drafter in ["none"] + [d for d in drafters if d != "none"]:
         engine = _make_engine(args, draft=None if drafter == "none" else drafter)
@@ -235,9 +249,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
-    s = sub.add_parser("run", help="stream a speculative generation (default: the Qwen2.5-Coder 0.5B -> 1.5B pair)")
+    s = sub.add_parser("run", help="stream a speculative generation (default: the Qwen2.5-Coder 0.5B -> 1.5B pair; "
+                                   "other targets draft with ngram)")
     s.add_argument("prompt", nargs="?", default=None, help="prompt text (default: a coding request)")
-    _add_model_args(s, models.DEFAULT_DRAFT)
+    _add_model_args(s, "auto")
     _add_sampling_args(s, temperature=0.0)
     s.add_argument("--raw", action="store_true", help="send the prompt as is, without the chat template")
     s.add_argument("--show-draft", action="store_true", help="colour the tokens that came from the drafter")
@@ -245,7 +260,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=_cmd_run)
 
     s = sub.add_parser("chat", help="interactive multi-turn chat with the model's chat template")
-    _add_model_args(s, models.DEFAULT_DRAFT)
+    _add_model_args(s, "auto")
     _add_sampling_args(s, temperature=0.7)
     s.add_argument("--system", default=None, help="system message")
     s.set_defaults(func=_cmd_chat)
@@ -253,8 +268,9 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("bench", help="plain vs speculative decoding on built-in or given prompts")
     _add_model_args(s, None)
     _add_sampling_args(s, temperature=0.0)
-    s.add_argument("--drafters", default=f"{models.DEFAULT_DRAFT},ngram,self",
-                   help="comma-separated drafters to compare with plain decoding")
+    s.add_argument("--drafters", default="auto",
+                   help="comma-separated drafters to compare with plain decoding (default: the target's known "
+                        "draft model if it has one, ngram, self)")
     s.add_argument("--prompt", action="append", default=None, help="a prompt (repeatable; default: code/chat/repetitive)")
     s.add_argument("--raw", action="store_true", help="send prompts without the chat template")
     s.set_defaults(func=_cmd_bench)
@@ -285,17 +301,28 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _warning_line(message, category, filename, lineno, line=None) -> str:
+    return f"quickdraft: warning: {message}\n"
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Runs a command; a bad argument, file or model is one "quickdraft: error: ..." line and exit 2."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
         return 1
+    from ._core import QuickdraftError
+
+    warnings.formatwarning = _warning_line  # warnings for the user, not source lines
     try:
         return args.func(args)
     except KeyboardInterrupt:
         return 130
-    except (ValueError, FileNotFoundError) as e:
+    except MemoryError as e:
+        print(f"quickdraft: error: out of memory{': ' + str(e) if str(e) else ''}", file=sys.stderr)
+        return 2
+    except (ValueError, OSError, QuickdraftError) as e:  # GGUFError, ChatTemplateError are ValueErrors
         print(f"quickdraft: error: {e}", file=sys.stderr)
         return 2
     except ImportError as e:

@@ -17,12 +17,14 @@ Basic use::
 
 from __future__ import annotations
 
+import collections
 import os
 import secrets
+import threading
 from dataclasses import dataclass
-from typing import Iterator, Optional, Sequence, Union
+from typing import Callable, Optional, Sequence, Union
 
-from . import _core
+from . import _checks, _core
 
 Prompt = Union[str, Sequence[int]]
 
@@ -55,21 +57,68 @@ class Completion:
 
 class Stream:
     """An iterator of Pieces from Engine.stream(); ``.completion`` once it has ended or been
-    closed (None before)."""
+    closed (None before). While it is open it holds its engine: other threads' calls wait until it
+    is exhausted, closed or garbage-collected."""
 
-    def __init__(self):
+    def __init__(self, engine: "Engine", core, release: Callable[[], None]):
         self.completion: Optional[Completion] = None
-        self._pieces: Iterator[Piece] = iter(())
+        self._engine = engine
+        self._core = core
+        self._release: Optional[Callable[[], None]] = release  # None once the generation has ended
+        self._pending: collections.deque = collections.deque()
+        self._step_lock = threading.Lock()  # a close() from another thread waits for the step in flight
 
     def __iter__(self) -> "Stream":
         return self
 
     def __next__(self) -> Piece:
-        return next(self._pieces)
+        while not self._pending:
+            with self._step_lock:
+                if self._release is None:
+                    raise StopIteration
+                if self._core.finished:
+                    self._end()
+                    raise StopIteration
+                try:
+                    chunks = self._core.step()
+                except BaseException:  # Ctrl-C, a bad file: keep what was produced, free the engine
+                    self._end()
+                    raise
+            self._pending.extend(chunks)
+        text, tokens, from_draft = self._pending.popleft()
+        return Piece(text, tokens, from_draft)
 
     def close(self) -> None:
         """Stops the generation within one step, keeping what was produced."""
-        self._pieces.close()
+        if self._release is None:
+            return
+        self._core.cancel()  # the step in flight, if any, is the last
+        with self._step_lock:
+            self._end()
+
+    def _end(self) -> None:
+        # Called with _step_lock held: records the completion, then hands the engine on.
+        release, self._release = self._release, None
+        if release is None:
+            return
+        try:
+            core = self._core
+            if not core.finished:
+                core.cancel()
+                core.step()  # records "cancelled" and releases held-back text
+            self.completion = self._engine._completion(core)
+            self._engine.last_completion = self.completion
+        finally:
+            self._pending.clear()
+            release()
+
+    def __del__(self) -> None:
+        # A stream dropped while open must not keep its engine busy forever.
+        try:
+            if self._release is not None:
+                self._end()
+        except Exception:
+            pass
 
     def __enter__(self) -> "Stream":
         return self
@@ -98,6 +147,23 @@ class Engine:
     None: as stored. draft_skip: layers a draft model skips (as "self" skips skip_layers). Both
     change only the drafts: the target's weights are never touched.
 
+    n_ctx: tokens of KV cache (ValueError, with the bytes needed, when it cannot be allocated; a
+    warning when it exceeds the target's trained context). threads: None (one per CPU this
+    process may use) or >= 1; more than that CPU count is capped to it, with a warning, since
+    extra threads only compete for the same cores. mmap: map the GGUF files (the default: pages
+    are read on demand and shared with the page cache) or, with False, read them into memory, so
+    that a model file truncated or rewritten while the engine runs cannot affect it. A mapped file
+    is checked at each generation's start (GGUFError when it changed); a truncation in the middle
+    of one ends the process with a message naming the file (the mapped bytes are gone).
+
+    Threads: an Engine may be shared by several threads. Its calls serialize: a generate(),
+    chat() or stream() started while another thread's generation runs, or while another
+    thread's stream is still open, waits for it (an open stream holds the engine until it is
+    exhausted, closed or garbage-collected). A thread that starts a call while a stream *it*
+    opened on the same engine is still open gets RuntimeError("engine busy ...") instead of
+    waiting for itself forever. cancel() is the exception: it never waits, and stops whichever
+    generation is running.
+
     Greedy output (temperature=0) is token-for-token the target's own greedy output. Sampled
     output has exactly the target's distribution. Passing ``seed=`` when sampling makes the text
     reproducible for a given drafter and draft_max: that generation drafts a fixed draft_max
@@ -120,19 +186,23 @@ class Engine:
         draft_head: Optional[int] = None,
         draft_quant: Optional[str] = None,
         draft_skip: Optional[Sequence[int]] = None,
+        mmap: bool = True,
     ):
         opt = _options(n_ctx, draft_max, p_min, adaptive, ngram_min, ngram_max)
-        if draft_head is not None and int(draft_head) < 0:
+        head = -1 if draft_head is None else _checks.int32("draft_head", draft_head)
+        if head < -1 or (head == -1 and draft_head is not None):
             raise ValueError(f"draft_head must be None, 0 (the full layer) or a token count, got {draft_head!r}")
-        opt.draft_head = -1 if draft_head is None else int(draft_head)
+        opt.draft_head = head
         kind, opt.draft_path = _draft_kind(draft)
         opt.drafter = getattr(_core.DrafterKind, kind)
-        opt.skip_layers = [int(i) for i in skip_layers or []]
+        opt.skip_layers = [_checks.int32("skip_layers[]", i) for i in skip_layers or []]
         opt.draft_quant = "" if draft_quant is None else str(draft_quant)
-        opt.draft_skip = [int(i) for i in draft_skip or []]
-        opt.threads = 0 if threads is None else int(threads)
+        opt.draft_skip = [_checks.int32("draft_skip[]", i) for i in draft_skip or []]
+        opt.threads = _checks.threads(threads)
+        opt.mmap = bool(mmap)
         self._target_path = _model_path(target)
         self._init(_core.Engine(self._target_path, opt))
+        _checks.warn_n_ctx_train(opt.n_ctx, self._core.n_ctx_train, os.path.basename(self._target_path))
 
     @classmethod
     def _from_core(cls, core) -> "Engine":
@@ -144,7 +214,8 @@ class Engine:
     def _init(self, core) -> None:
         self._core = core
         self._tokenizer = None
-        self._generation = 0
+        self._lock = threading.Lock()  # held by the running generation or open stream
+        self._owner: Optional[int] = None  # the thread that holds it
         self.last_completion: Optional[Completion] = None
 
     # -- properties ---------------------------------------------------------------------
@@ -177,11 +248,12 @@ class Engine:
     def tokenize(self, text: str, add_special: bool = True) -> list:
         """Token ids of a prompt: BOS added when the model asks for it (add_special), and
         control-token text such as "<|im_start|>" read as those tokens (chat templates)."""
-        return self._engine().tokenize(text, add_special, True)
+        return self._engine().tokenize(_checks.text("text", text), add_special, True)
 
     def detokenize(self, tokens: Sequence[int]) -> str:
         """Text of token ids (invalid UTF-8 becomes U+FFFD)."""
-        return self._engine().detokenize([int(t) for t in tokens])
+        core = self._engine()
+        return core.detokenize(_checks.token_ids(tokens, core.n_vocab, "tokens"))
 
     # -- generation -----------------------------------------------------------------------
     def generate(self, prompt: Prompt, max_tokens: int = 256, temperature: float = 0.8, **kw) -> Completion:
@@ -193,9 +265,9 @@ class Engine:
                 pass
         except KeyboardInterrupt as e:
             pieces.close()
-            e.completion = self.last_completion
+            e.completion = pieces.completion
             raise
-        return self.last_completion
+        return pieces.completion
 
     def chat(self, messages: Sequence[dict], **kw) -> Completion:
         """generate() on messages rendered with the target's chat template."""
@@ -239,19 +311,27 @@ class Engine:
         draft_max: this call's drafting, within what the engine loaded: "none", "ngram", or the
         engine's own kind ("model", "self", "hybrid"); a draft_max up to the engine's."""
         core = self._engine()
-        ids = list(self.tokenize(prompt)) if isinstance(prompt, str) else [int(t) for t in prompt]
+        if isinstance(prompt, str):
+            ids = list(self.tokenize(_checks.text("prompt", prompt)))
+        else:
+            ids = _checks.token_ids(prompt, core.n_vocab)
+        temperature = _checks.temperature(temperature)
         # An explicit seed when sampling asks for reproducible text: the draft length is then
         # fixed (draft_max) instead of chosen from timings, which would change which random draws
         # fall where. Greedy output is the target's argmax path whatever the draft length.
-        reproducible = seed is not None and float(temperature) > 0
-        seed = secrets.randbits(63) if seed is None else int(seed)
+        reproducible = seed is not None and temperature > 0
+        seed = secrets.randbits(63) if seed is None else _checks.seed(seed)
         opt = _core.GenerateOptions()
         s = opt.sampling
-        s.temperature, s.top_k, s.top_p, s.min_p = float(temperature), int(top_k), float(top_p), float(min_p)
-        s.repeat_penalty, s.presence_penalty = float(repeat_penalty), float(presence_penalty)
-        s.frequency_penalty, s.penalty_last_n, s.seed = float(frequency_penalty), int(penalty_last_n), seed
-        opt.max_tokens = int(max_tokens)
-        opt.stop = [stop] if isinstance(stop, str) else list(stop or [])
+        num, i32 = _checks.number, _checks.INT32_MAX
+        s.temperature, s.top_k = temperature, _checks.integer("top_k", top_k, 0, i32)
+        s.top_p, s.min_p = num("top_p", top_p), num("min_p", min_p)
+        s.repeat_penalty, s.presence_penalty = num("repeat_penalty", repeat_penalty), num("presence_penalty", presence_penalty)
+        s.frequency_penalty = num("frequency_penalty", frequency_penalty)
+        s.penalty_last_n, s.seed = _checks.integer("penalty_last_n", penalty_last_n, -1, i32), seed
+        opt.max_tokens = _checks.integer("max_tokens", max_tokens, 0, i32)
+        stops = [stop] if isinstance(stop, str) else list(stop or [])
+        opt.stop = [_checks.text(f"stop[{i}]", x) for i, x in enumerate(stops)]
         opt.ignore_eos = bool(ignore_eos)
         opt.reproducible = reproducible
         if prediction is not None:
@@ -265,26 +345,38 @@ class Engine:
 
     def _run(self, core, ids, opt) -> "Stream":
         # Validate and start eagerly, so bad arguments raise at the call, not at first next().
-        self._generation += 1
-        me = self._generation
-        core.start(ids, opt)
-        self.last_completion = None
-        stream = Stream()
+        # The prompt is a str or token ids (bytes are refused), a seed in [0, 2**64); the
+        # stream holds the engine until it ends (see the class docstring).
+        release = self._acquire()
+        try:
+            core = self._engine()  # closed while this call waited?
+            core.start(ids, opt)
+            self.last_completion = None
+            return Stream(self, core, release)
+        except BaseException:
+            release()
+            raise
 
-        def pieces():
-            try:
-                while me == self._generation and not core.finished:
-                    for text, tokens, from_draft in core.step():
-                        yield Piece(text, tokens, from_draft)
-            finally:
-                if me == self._generation:
-                    if not core.finished:
-                        core.cancel()
-                        core.step()  # records "cancelled" and releases held-back text
-                    self.last_completion = stream.completion = self._completion(core)
+    def _acquire(self) -> Callable[[], None]:
+        """Waits for the engine (GIL released) and returns the function that hands it back."""
+        me = threading.get_ident()
+        if self._owner == me:
+            raise RuntimeError(
+                "engine busy: this thread has a stream of this engine still open; iterate it to the end "
+                "or close() it (with engine.stream(...) as s: ... closes it) before starting another "
+                "generation, or use a second Engine")
+        self._lock.acquire()
+        self._owner = me
+        done = False
 
-        stream._pieces = pieces()
-        return stream
+        def release() -> None:
+            nonlocal done
+            if not done:
+                done = True
+                self._owner = None
+                self._lock.release()
+
+        return release
 
     def _completion(self, core) -> Completion:
         return Completion(core.text, list(core.generated), core.finish_reason, core.stats())
@@ -306,8 +398,7 @@ class Engine:
         return self._core
 
     def close(self) -> None:
-        """Frees the models and caches (also on ``with`` exit)."""
-        self._generation += 1
+        """Frees the models and caches (also on ``with`` exit); an open stream keeps them until it ends."""
         self._core = None
 
     def __enter__(self) -> "Engine":
@@ -319,8 +410,9 @@ class Engine:
 
 def _options(n_ctx, draft_max, p_min, adaptive, ngram_min, ngram_max):
     opt = _core.EngineOptions()
-    opt.n_ctx, opt.draft_max, opt.p_min, opt.adaptive = int(n_ctx), int(draft_max), float(p_min), bool(adaptive)
-    opt.ngram_min, opt.ngram_max = int(ngram_min), int(ngram_max)
+    opt.n_ctx, opt.draft_max = _checks.n_ctx(n_ctx), _checks.int32("draft_max", draft_max)
+    opt.p_min, opt.adaptive = _checks.number("p_min", p_min), bool(adaptive)
+    opt.ngram_min, opt.ngram_max = _checks.int32("ngram_min", ngram_min), _checks.int32("ngram_max", ngram_max)
     return opt
 
 

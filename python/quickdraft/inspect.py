@@ -24,6 +24,56 @@ def _human_count(n: int) -> str:
     return str(n)
 
 
+def _features(md: dict, names: set[str], arch: str) -> list[str]:
+    """What a family does beyond the plain Llama block, as far as the file says."""
+    def g(key, default=None):
+        return md.get(f"{arch}.{key}", default)
+
+    out = []
+    n_expert, n_used = g("expert_count"), g("expert_used_count")
+    if n_expert:
+        ff_exp = g("expert_feed_forward_length")
+        out.append(f"MoE: {n_expert} experts, top-{n_used} per token" + (f", expert n_ff {ff_exp}" if ff_exp else ""))
+    embd, heads = g("embedding_length"), g("attention.head_count")
+    head_dim = g("attention.key_length")
+    if head_dim and embd and heads and head_dim * heads != embd:
+        out.append(f"head_dim {head_dim} (not n_embd / n_head = {embd // heads})")
+    if "blk.0.attn_q_norm.weight" in names:
+        out.append("q/k norms (per-head RMS before rope)")
+    if "blk.0.attn_q.bias" in names:
+        out.append("q/k/v biases")
+    if "blk.0.attn_qkv.weight" in names:
+        out.append("fused qkv")
+    if arch == "phi3" and "blk.0.ffn_gate.weight" not in names:
+        out.append("fused gate/up")
+    n_rot = g("rope.dimension_count")
+    hd = head_dim or (embd // heads if embd and heads else None)
+    if n_rot and hd and n_rot < hd:
+        out.append(f"partial rotary ({n_rot} of {hd} dims)")
+    scaling = g("rope.scaling.type")
+    factor = g("rope.scaling.factor")
+    if scaling not in (None, "none") or factor not in (None, 0, 1, 1.0):
+        orig = g("rope.scaling.original_context_length")
+        out.append(f"rope scaling {scaling or 'linear'}" + (f" x{factor:g}" if factor else "") +
+                   (f" (original context {orig})" if orig else ""))
+    if "rope_factors_long.weight" in names:
+        attn = g("rope.scaling.attn_factor")
+        out.append("LongRoPE (long / short factors" + (f", attn_factor {attn:.3g}" if attn else "") + ")")
+    if "rope_freqs.weight" in names:
+        out.append("rope frequency factors (Llama 3.1)")
+    if arch == "smollm3":
+        out.append("no rope on every 4th layer")
+    window = g("attention.sliding_window")
+    if window:
+        pattern = g("attention.sliding_window_pattern")
+        out.append(f"sliding window {window}" + (" (ignored for phi3, as llama.cpp does)" if arch == "phi3" else
+                                                 f", pattern {pattern}" if pattern is not None else ""))
+    cap = g("final_logit_softcapping")
+    if cap:
+        out.append(f"logit softcap {cap:g}")
+    return out
+
+
 def inspect(path: str | os.PathLike) -> str:
     """Summarise a GGUF file: architecture, parameters, quant-type mix, tokenizer, context, template."""
     with GGUFFile(path) as f:
@@ -43,8 +93,17 @@ def inspect(path: str | os.PathLike) -> str:
             f"layers:          {md.get(f'{arch}.block_count', '-')}, embedding {md.get(f'{arch}.embedding_length', '-')}, "
             f"heads {md.get(f'{arch}.attention.head_count', '-')} (kv {md.get(f'{arch}.attention.head_count_kv', '-')})",
             f"context length:  {md.get(f'{arch}.context_length', '-')}",
-            "quant types:",
         ]
+        try:
+            from ._core import SUPPORTED_ARCHS  # the architectures this build runs
+        except ImportError:
+            SUPPORTED_ARCHS = None
+        if SUPPORTED_ARCHS is not None:
+            ok = arch in SUPPORTED_ARCHS
+            lines.append(f"supported:       {'yes' if ok else 'no (supported: ' + ', '.join(SUPPORTED_ARCHS) + ')'}")
+        features = _features(md, {t.name for t in f.tensors}, arch)
+        lines.append(f"features:        {'; '.join(features) if features else '-'}")
+        lines.append("quant types:")
         for name, (count, nbytes) in sorted(by_type.items(), key=lambda kv: -kv[1][1]):
             lines.append(f"  {name:<8} {count:4d} tensors  {_human_bytes(nbytes):>10}")
         tok_model = md.get("tokenizer.ggml.model", "-")

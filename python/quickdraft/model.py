@@ -5,8 +5,9 @@
     m.truncate(1)                         # drop the last position from the KV cache
     draft = m.new_context()               # another sequence over the same weights
 
-The weights are memory-mapped, not copied; every context has its own KV cache (F16) and its
-own thread pool. ``eval`` releases the GIL while it runs.
+The weights are memory-mapped, not copied (``mmap=False`` reads them into memory instead);
+every context has its own KV cache (F16) and its own thread pool. ``eval`` releases the GIL
+while it runs.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Iterable, Optional, Sequence, Union
 
 import numpy as np
 
-from . import _core
+from . import _checks, _core
 from .models import resolve
 
 Ids = Union[Sequence[int], np.ndarray]
@@ -27,9 +28,9 @@ class Context:
 
     def __init__(self, model: "Model", n_ctx: Optional[int] = None, threads: Optional[int] = None):
         self._model = model
-        n_ctx = model.n_ctx if n_ctx is None else n_ctx
-        threads = model._threads if threads is None else threads
-        self._ctx = _core.Context(model._weights, int(n_ctx), int(threads or 0))
+        n_ctx = model.n_ctx if n_ctx is None else _checks.n_ctx(n_ctx)
+        threads = model._threads if threads is None else _checks.threads(threads)
+        self._ctx = _core.Context(model._weights, n_ctx, threads)
 
     @property
     def model(self) -> "Model":
@@ -84,20 +85,25 @@ class Context:
 class Model(Context):
     """A GGUF model (path or known key) and its default context.
 
-    ``Model(path, n_ctx=4096, threads=None)``: threads None means one per hardware thread.
+    ``Model(path, n_ctx=4096, threads=None, mmap=True)``: threads None means one per CPU this
+    process may use, and more than that is capped to it (with a warning); ``mmap=False`` reads
+    the file into memory, so that truncating or rewriting it while in use cannot affect the model.
     """
 
-    def __init__(self, path: Union[str, os.PathLike], n_ctx: int = 4096, threads: Optional[int] = None):
+    def __init__(self, path: Union[str, os.PathLike], n_ctx: int = 4096, threads: Optional[int] = None,
+                 mmap: bool = True):
+        n_ctx = _checks.n_ctx(n_ctx)
+        self._threads = _checks.threads(threads)
         self.path = resolve(path)
-        self._weights = _core.LoadedModel(str(self.path))
-        self._threads = threads
+        self._weights = _core.LoadedModel(str(self.path), mmap=bool(mmap))
         self._model = self
-        self._ctx = _core.Context(self._weights, int(n_ctx), int(threads or 0))
+        self._ctx = _core.Context(self._weights, n_ctx, self._threads)
         self._tokenizer = None
+        _checks.warn_n_ctx_train(n_ctx, self._weights.n_ctx_train, os.path.basename(str(self.path)))
 
     @property
     def arch(self) -> str:
-        """general.architecture: 'llama', 'qwen2' or 'gemma3'."""
+        """general.architecture: one of quickdraft._core.SUPPORTED_ARCHS ('llama', 'qwen2', ...)."""
         return self._weights.arch
 
     @property

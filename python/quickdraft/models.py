@@ -60,6 +60,24 @@ KNOWN_MODELS: dict[str, KnownModel] = {
 DEFAULT_TARGET = "qwen2.5-coder-1.5b"
 DEFAULT_DRAFT = "qwen2.5-coder-0.5b"
 
+# Known draft for a known target (same tokenizer, checked by the engine at load).
+KNOWN_PAIRS = {"qwen2.5-coder-1.5b": "qwen2.5-coder-0.5b"}
+
+
+def known_key(model: str | os.PathLike) -> str | None:
+    """The known-model key a model argument names: the key itself, or a file of that key's name."""
+    s = os.fspath(model)
+    if s in KNOWN_MODELS:
+        return s
+    name = Path(s).name
+    return next((k for k, m in KNOWN_MODELS.items() if m.filename == name), None)
+
+
+def default_draft(target: str | os.PathLike) -> str:
+    """The drafter for a target when none is asked for: its known pair's draft model, else 'ngram'
+    (prompt lookup needs no second model, so it suits every target)."""
+    return KNOWN_PAIRS.get(known_key(target) or "", "ngram")
+
 
 class ModelNotFoundError(FileNotFoundError):
     """A model argument that is neither a file, a known key, nor a reachable hf:// URL."""

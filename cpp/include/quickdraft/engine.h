@@ -57,7 +57,7 @@ struct EngineOptions {
   std::string draft_path;        // the draft GGUF for model and hybrid
   std::vector<int> skip_layers;  // layers self skips; empty: default_skip_layers(n_layer)
   int n_ctx = 4096;              // tokens of KV cache, target and draft alike
-  int threads = 0;               // 0: one per physical core
+  int threads = 0;               // 0: one per CPU this process may run on; at most ThreadPool::kMaxThreads (1024)
   int draft_max = 8;             // most tokens drafted per step
   bool adaptive = true;          // pick each step's draft length from measured costs and acceptance
   float p_min = 0.0f;            // a model drafter stops when its top probability falls below (after one token)
@@ -75,6 +75,9 @@ struct EngineOptions {
   std::vector<int> draft_skip;
   // End-of-generation ids. An engine over GGUF files takes its target tokenizer's.
   std::vector<int32_t> stop_ids;
+  // Map the GGUF files (true) or read them into memory (false), target and draft alike. Mapped
+  // files are checked at every start(): GGUFError when one was truncated or rewritten.
+  bool mmap = true;
 };
 
 constexpr int kDefaultDraftHead = 32768;
@@ -181,7 +184,8 @@ class Engine {
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
-  // Begins a generation; KV entries shared with the previous call's tokens are reused.
+  // Begins a generation; KV entries shared with the previous call's tokens are reused. GGUFError
+  // when a mapped model file changed on disk since it was loaded.
   void start(const std::vector<int32_t>& prompt, const GenerateOptions& opt);
   // One prefill chunk or one draft-verify round; appends emitted chunks to out (may be null).
   // Returns false once generation has finished. start() and step() run one at a time.
@@ -201,6 +205,7 @@ class Engine {
   const char* drafter() const;  // the drafter's name: "none", "ngram", "self", "draft", "hybrid"
   int n_vocab() const;
   int n_ctx() const;
+  int n_ctx_train() const;  // the target's trained context length (0: unknown)
   bool has_tokenizer() const;
   // The target's tokenizer; UnsupportedError when its file has no tokenizer metadata.
   const Tokenizer& tokenizer() const;

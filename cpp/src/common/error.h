@@ -25,6 +25,11 @@ struct UnsupportedError : Error {
   using Error::Error;
 };
 
+// Memory that could not be allocated, with what it was for.   -> MemoryError
+struct OutOfMemoryError : Error {
+  using Error::Error;
+};
+
 // A draft model that cannot draft for a target.             -> quickdraft.IncompatibleModelsError
 struct IncompatibleModelsError : Error {
   using Error::Error;

@@ -1,5 +1,12 @@
 #include "common/thread_pool.h"
 
+#include <sched.h>
+
+#include <string>
+#include <system_error>
+
+#include "common/error.h"
+
 // A spin-wait hint to the core (x86 PAUSE, ARM YIELD), written as inline assembly: no ISA header.
 #if defined(__x86_64__) || defined(__i386__)
 #define QD_PAUSE() asm volatile("pause")
@@ -12,15 +19,40 @@
 namespace qd {
 
 int ThreadPool::default_threads() {
+#ifdef __linux__
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+#endif
   const unsigned n = std::thread::hardware_concurrency();
   return n == 0 ? 1 : (int)n;
 }
 
-ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads > 0 ? n_threads : default_threads()) {
-  for (int i = 1; i < n_threads_; i++) workers_.emplace_back([this] { worker_loop(); });
+namespace {
+int checked_threads(int n) {
+  if (n < 0 || n > ThreadPool::kMaxThreads) {
+    throw ArgError("threads must be 0 (one per CPU) or in [1, " + std::to_string(ThreadPool::kMaxThreads) + "], got " +
+                   std::to_string(n));
+  }
+  return n == 0 ? ThreadPool::default_threads() : n;
+}
+}  // namespace
+
+ThreadPool::ThreadPool(int n_threads) : n_threads_(checked_threads(n_threads)) {
+  workers_.reserve((size_t)n_threads_ - 1);
+  try {
+    for (int i = 1; i < n_threads_; i++) workers_.emplace_back([this] { worker_loop(); });
+  } catch (const std::exception& e) {
+    // The destructor will not run: stop the started workers here, before cv_ and mu_ go away.
+    const size_t started = workers_.size();
+    stop_workers();
+    throw Error("cannot start worker thread " + std::to_string(started + 1) + " of " + std::to_string(n_threads_ - 1) +
+                " (" + e.what() + "): the system's thread or memory limit is reached; use fewer threads");
+  }
 }
 
-ThreadPool::~ThreadPool() {
+ThreadPool::~ThreadPool() { stop_workers(); }
+
+void ThreadPool::stop_workers() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
@@ -28,6 +60,7 @@ ThreadPool::~ThreadPool() {
   }
   cv_.notify_all();
   for (std::thread& t : workers_) t.join();
+  workers_.clear();
 }
 
 void ThreadPool::work() {

@@ -1,5 +1,9 @@
 // A persistent thread pool: workers are started once and woken per parallel region.
 //
+// A pool that cannot start all its workers (thread or memory limits) stops and joins the ones it
+// did start before its constructor throws qd::Error, so no worker is left waiting on a
+// condition variable that is being destroyed.
+//
 // run(n, fn) calls fn(i) for every i in [0, n) across the workers and the calling thread and
 // returns when all calls are done. Which thread runs which i is not fixed, so kernels must make
 // each task's result independent of the thread that computes it (batch/thread invariance).
@@ -28,7 +32,9 @@ class TaskFn {
 
 class ThreadPool {
  public:
-  explicit ThreadPool(int n_threads);  // total threads including the caller; <= 0 means hardware
+  // n_threads: total threads including the caller, in [1, kMaxThreads]; 0 means default_threads().
+  // ArgError outside that range; qd::Error when the system refuses to start a worker.
+  explicit ThreadPool(int n_threads);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -36,11 +42,13 @@ class ThreadPool {
   int size() const { return n_threads_; }
   void run(int n_tasks, TaskFn fn);  // fn must not throw
 
-  static int default_threads();
+  static int default_threads();  // the CPUs this process may run on (affinity mask)
+  static constexpr int kMaxThreads = 1024;
 
  private:
   void worker_loop();
   void work();
+  void stop_workers();  // wakes every started worker with stop_ and joins it
 
   int n_threads_;
   std::vector<std::thread> workers_;

@@ -448,6 +448,7 @@ Rows8Buffer rows8_alloc(const Matrix& w) {
   const size_t n = (rows8_bytes(w) + 63) / 64 * 64;
   auto* p = static_cast<uint8_t*>(std::aligned_alloc(64, n));
   if (!p) throw std::bad_alloc();
+  advise_huge_pages(p, n);
   return Rows8Buffer(p);
 }
 

@@ -37,7 +37,9 @@ struct TensorInfo {
 
 class File {
  public:
-  explicit File(const std::string& path);  // throws GGUFError
+  // use_mmap: map the file (pages read on demand, shared with the page cache); false: read it
+  // into memory, so that truncating or rewriting the file later cannot affect this File.
+  explicit File(const std::string& path, bool use_mmap = true);  // throws GGUFError
   ~File();
   File(const File&) = delete;
   File& operator=(const File&) = delete;
@@ -48,6 +50,11 @@ class File {
   uint64_t data_offset() const { return data_offset_; }
   uint64_t size() const { return size_; }
   const uint8_t* base() const { return base_; }
+  bool mapped() const { return mapped_; }
+
+  // A mapped file whose size or modification time is no longer what it was at load (it was
+  // truncated or rewritten in place, so its mapped bytes are gone or changed) throws GGUFError.
+  void check_unchanged() const;
 
   // Metadata in file order.
   const std::vector<std::pair<std::string, Value>>& metadata() const { return kv_; }
@@ -69,11 +76,16 @@ class File {
 
  private:
   void parse();
+  void release();
   void set_alignment(const Value& v, uint64_t value_offset);
 
   std::string path_;
   const uint8_t* base_ = nullptr;
   uint64_t size_ = 0;
+  bool mapped_ = false;
+  int fd_ = -1;             // kept open while mapped, for check_unchanged
+  int64_t mtime_ns_ = 0;    // at load
+  int watch_slot_ = -1;     // bus_error.h
   uint32_t version_ = 0;
   uint64_t alignment_ = kDefaultAlignment;
   uint64_t data_offset_ = 0;

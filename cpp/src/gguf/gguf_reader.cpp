@@ -8,6 +8,7 @@
 
 #include "common/checked.h"
 #include "common/error.h"
+#include "gguf/bus_error.h"
 #include "gguf/gguf_file.h"
 #include "gguf/gguf_mapping.h"
 #include "gguf/gguf_text.h"
@@ -129,7 +130,11 @@ const char* TensorInfo::type_name() const {
   return t ? t->name : "unknown";
 }
 
-File::File(const std::string& path) : path_(path) {
+namespace {
+int64_t mtime_ns(const struct stat& st) { return (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec; }
+}  // namespace
+
+File::File(const std::string& path, bool use_mmap) : path_(path), mapped_(use_mmap) {
   // O_NONBLOCK: opening a FIFO must not wait for a writer; it is rejected below as not regular.
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
@@ -142,26 +147,63 @@ File::File(const std::string& path) : path_(path) {
     throw GGUFError(path + ": not a regular file");
   }
   size_ = static_cast<uint64_t>(st.st_size);
+  mtime_ns_ = mtime_ns(st);
   if (size_ == 0) {
     ::close(fd);
     throw GGUFError(path + ": file is empty, not a GGUF file (at byte 0)");
   }
-  void* m = map_file(fd, size_);
+  void* m = use_mmap ? map_file(fd, size_) : read_file(fd, size_);
   const int err = errno;
-  ::close(fd);
-  if (m == nullptr) throw GGUFError(path + ": mmap failed: " + std::strerror(err));
+  if (m == nullptr) {
+    ::close(fd);
+    if (use_mmap) throw GGUFError(path + ": mmap failed: " + std::strerror(err));
+    if (err == ENOMEM) {
+      throw OutOfMemoryError(path + ": cannot allocate " + std::to_string(size_) +
+                             " bytes to read the file into memory (mmap=False)");
+    }
+    throw GGUFError(path + ": cannot read the file into memory: " + std::strerror(err));
+  }
   base_ = static_cast<const uint8_t*>(m);
+  if (use_mmap) {
+    fd_ = fd;
+    watch_slot_ = watch_mapping(base_, size_, path_.c_str());
+  } else {
+    ::close(fd);
+  }
   try {
     parse();
   } catch (...) {
-    unmap_file(base_, size_);
-    base_ = nullptr;
+    release();
     throw;
   }
 }
 
-File::~File() {
-  if (base_) unmap_file(base_, size_);
+File::~File() { release(); }
+
+void File::release() {
+  if (!base_) return;
+  if (mapped_) {
+    unwatch_mapping(watch_slot_);
+    unmap_file(base_, size_);
+    ::close(fd_);
+  } else {
+    free_file(base_, size_);
+  }
+  base_ = nullptr;
+}
+
+void File::check_unchanged() const {
+  if (!mapped_) return;
+  struct stat st;
+  if (::fstat(fd_, &st) != 0) return;
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  if (size == size_ && mtime_ns(st) == mtime_ns_) return;
+  const std::string what = size != size_ ? "its size changed from " + std::to_string(size_) + " to " +
+                                               std::to_string(size) + " bytes"
+                                         : "it was modified";
+  throw GGUFError(path_ + ": the model file changed on disk after it was loaded (" + what +
+                  "): it was truncated or rewritten while in use; load it again, or load it with mmap=False to read "
+                  "it into memory");
 }
 
 void File::fail(uint64_t offset, const std::string& what) const {

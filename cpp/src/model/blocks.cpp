@@ -23,16 +23,20 @@ void attention_block(Step& s, const LayerWeights& L, int il) {
   s.note("Qcur", il, s.q, q_dim);
   s.note("Kcur", il, s.k, kv_dim);
   s.note("Vcur", il, s.v, kv_dim);
-  if (L.q_norm) {  // per-head RMS norm of q and k before rope (Gemma 3)
+  if (L.q_norm) {  // per-head RMS norm of q and k before rope (Gemma 3, Qwen3)
     rmsnorm(s.q, L.q_norm, n * hp.n_head, hd, hp.rms_eps, s.q);
     rmsnorm(s.k, L.k_norm, n * hp.n_head_kv, hd, hp.rms_eps, s.k);
   }
   const bool swa = hp.swa_layers[(size_t)il] != 0;
   const RopeRows& r = swa ? s.rope_swa : s.rope_global;
-  rope(s.q, n, hp.n_head, hd, hp.n_rot, hp.rope_neox, r.cos, r.sin);
-  rope(s.k, n, hp.n_head_kv, hd, hp.n_rot, hp.rope_neox, r.cos, r.sin);
+  if (!hp.nope_layers[(size_t)il]) {
+    rope(s.q, n, hp.n_head, hd, hp.n_rot, hp.rope_neox, r.cos, r.sin);
+    rope(s.k, n, hp.n_head_kv, hd, hp.n_rot, hp.rope_neox, r.cos, r.sin);
+  }
   s.note("Qrope", il, s.q, q_dim);
   s.note("Krope", il, s.k, kv_dim);
+  // Phi-3's graph scales q itself (then attends with scale 1): the rounding to half comes after.
+  if (hp.attn_scale_q) scale(s.q, hp.attn_scale, (int64_t)n * q_dim);
   round_to_half(s.q, (int64_t)n * q_dim);  // as llama.cpp's KQ matmul against F16 keys does
 
   s.kv.store(il, s.pos0, n, s.k, s.v);
@@ -40,7 +44,7 @@ void attention_block(Step& s, const LayerWeights& L, int il) {
   shape.n_head = hp.n_head;
   shape.n_head_kv = hp.n_head_kv;
   shape.head_dim = hd;
-  shape.scale = hp.attn_scale;
+  shape.scale = hp.attn_scale_q ? 1.0f : hp.attn_scale;
   shape.window = swa ? hp.sliding_window : 0;
   attention(s.kv, il, s.q, n, s.pos0, shape, s.att, s.pool);
   s.note("kqv_out", il, s.att, q_dim);

@@ -2,6 +2,8 @@
 // and the forward pass that runs the family's layers over micro-batches of the input.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <string>
 
 #include "common/checked.h"
 #include "common/error.h"
@@ -19,13 +21,42 @@ namespace {
 // split (batch invariance), so this only bounds the scratch memory.
 constexpr int kMaxUbatch = 128;
 
-// Rope angles as ggml computes them (ggml_rope_cache_init), in float: theta starts at the
-// position and is multiplied by base^(-2/n_rot) from one pair to the next; the angle of pair i
-// is freq_scale * theta / factor[i]. Matching its float rounding keeps q and k closer to
-// llama.cpp's than exact angles would.
+// Rope angles as ggml computes them (ggml_rope_cache_init, rope_yarn), in float: theta starts at
+// the position and is multiplied by base^(-2/n_rot) from one pair to the next; the angle of pair
+// i is freq_scale * theta / factor[i], blended for YaRN (ext_factor 1) with the unscaled angle by
+// a ramp over the pairs between the correction dims, and cos / sin are multiplied by mscale.
+// Matching its float rounding keeps q and k closer to llama.cpp's than exact angles would.
 struct RopeFreqs {
   float base = 10000.0f, scale = 1.0f;
   const float* factors = nullptr;
+  float ext_factor = 0.0f, mscale = 1.0f;
+  float corr[2] = {0.0f, 0.0f};  // ggml_rope_yarn_corr_dims: pairs below corr[0] keep their angle
+
+  RopeFreqs() = default;
+  RopeFreqs(float b, float s, const float* f, const Hparams& hp)
+      : base(b), scale(s), factors(f), ext_factor(hp.rope_ext_factor), mscale(hp.rope_attn_factor) {
+    // The pair index at which a rotation completes `beta` turns over the original context.
+    auto corr_dim = [&](float beta) {
+      return (float)hp.n_rot * logf((float)hp.rope_n_ctx_orig / (beta * 2.0f * (float)M_PI)) / (2.0f * logf(b));
+    };
+    corr[0] = std::max(0.0f, floorf(corr_dim(32.0f)));                  // beta_fast
+    corr[1] = std::min((float)(hp.n_rot - 1), ceilf(corr_dim(1.0f)));   // beta_slow
+    if (ext_factor != 0.0f) mscale *= 1.0f + 0.1f * logf(1.0f / s);
+  }
+
+  // cos and sin of the angle theta (before scaling) of pair j.
+  void angle(float theta, int j, float* c, float* s) const {
+    const float extrap = theta / (factors ? factors[j] : 1.0f);
+    const float interp = scale * extrap;
+    float a = interp;
+    if (ext_factor != 0.0f) {
+      const float y = ((float)j - corr[0]) / std::max(0.001f, corr[1] - corr[0]);
+      const float mix = (1.0f - std::min(1.0f, std::max(0.0f, y))) * ext_factor;
+      a = interp * (1.0f - mix) + extrap * mix;
+    }
+    *c = cosf(a) * mscale;
+    *s = sinf(a) * mscale;
+  }
 };
 
 const model::TransformerModel& as_transformer(const std::shared_ptr<const Model>& m) {
@@ -35,11 +66,31 @@ const model::TransformerModel& as_transformer(const std::shared_ptr<const Model>
   return *t;
 }
 
+// "12 GiB"-style size of n bytes, for messages.
+std::string human_bytes(double n) {
+  const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  int u = 0;
+  while (n >= 1024.0 && u < 5) n /= 1024.0, u++;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", n, units[u]);
+  return buf;
+}
+
+[[noreturn]] void kv_too_large(const Hparams& hp, int n_ctx, const char* why) {
+  const double bytes = 2.0 * 2.0 * hp.n_layer * (double)n_ctx * hp.n_head_kv * hp.head_dim;
+  char exact[32];
+  std::snprintf(exact, sizeof exact, "%.0f", bytes);
+  throw ArgError("n_ctx " + std::to_string(n_ctx) + " needs a KV cache of " + exact + " bytes (" + human_bytes(bytes) +
+                 ": keys and values in F16 for " + std::to_string(hp.n_layer) + " layers x " +
+                 std::to_string(hp.n_head_kv * hp.head_dim) + " values per position), " + why +
+                 "; use a smaller n_ctx");
+}
+
 void check_kv_size(const Hparams& hp, int n_ctx) {
   uint64_t n = 0;
   if (!checked_mul((uint64_t)hp.n_layer, (uint64_t)n_ctx, &n) ||
       !checked_mul(n, (uint64_t)hp.n_head_kv * (uint64_t)hp.head_dim, &n) || n > (SIZE_MAX >> 3)) {
-    throw ArgError("Context: n_ctx " + std::to_string(n_ctx) + " is too large for this model's KV cache");
+    kv_too_large(hp, n_ctx, "more than this machine can address");
   }
 }
 
@@ -71,6 +122,8 @@ struct Context::Impl {
 
   int cap = 0;  // rows the scratch below holds
   std::vector<float> x, xn, tmp, q, k, v, att, gate, up;
+  std::vector<float> moe_probs, moe_w, moe_x, moe_y;  // mixture of experts only
+  std::vector<int32_t> moe_sel, moe_rows;
   std::vector<float> cos_g, sin_g, cos_s, sin_s;  // [cap][n_rot / 2]
 
   Impl(const model::TransformerModel& model, int n_ctx, std::shared_ptr<ThreadPool> p)
@@ -82,8 +135,14 @@ struct Context::Impl {
         kv_valid((size_t)hp.n_layer, 0),
         skip((size_t)hp.n_layer, 0) {
     const float* factors = m.weights().rope_freqs;
-    freq_global = {(float)hp.rope_base, (float)hp.rope_freq_scale, factors};
-    freq_swa = {(float)hp.rope_base_swa, 1.0f, factors};
+    if (!factors) {
+      // LongRoPE: the long factors when the context (rounded up to 256, as llama.cpp pads it)
+      // exceeds the original context length, else the short ones.
+      const int64_t padded = ((int64_t)n_ctx + 255) / 256 * 256;
+      factors = padded > hp.rope_n_ctx_orig ? m.weights().rope_long : m.weights().rope_short;
+    }
+    freq_global = RopeFreqs((float)hp.rope_base, (float)hp.rope_freq_scale, factors, hp);
+    freq_swa = RopeFreqs((float)hp.rope_base_swa, 1.0f, factors, hp);
     any_swa = std::any_of(hp.swa_layers.begin(), hp.swa_layers.end(), [](uint8_t s) { return s != 0; });
   }
 
@@ -96,7 +155,16 @@ struct Context::Impl {
     for (auto* b : {&x, &xn, &tmp}) b->resize(n * E);
     for (auto* b : {&q, &att}) b->resize(n * Q);
     for (auto* b : {&k, &v}) b->resize(n * KV);
-    for (auto* b : {&gate, &up}) b->resize(n * F);
+    for (auto* b : {&gate, &up}) b->resize(n * std::max(F, (size_t)hp.n_ff_exp));
+    if (hp.n_expert > 0) {
+      const size_t X = hp.n_expert, K = hp.n_expert_used;
+      moe_probs.resize(n * X);
+      moe_w.resize(n * K);
+      moe_sel.resize(n * K);
+      moe_rows.resize(n * K);
+      moe_x.resize(n * E);
+      moe_y.resize(n * K * E);
+    }
     for (auto* b : {&cos_g, &sin_g, &cos_s, &sin_s}) b->resize(n * R);
   }
 
@@ -106,9 +174,7 @@ struct Context::Impl {
     for (int i = 0; i < n; i++) {
       float theta = (float)(pos0 + i);
       for (int j = 0; j < R; j++) {
-        const float a = f.scale * (theta / (f.factors ? f.factors[j] : 1.0f));
-        c[(size_t)i * R + j] = std::cos(a);
-        s[(size_t)i * R + j] = std::sin(a);
+        f.angle(theta, j, &c[(size_t)i * R + j], &s[(size_t)i * R + j]);
         theta *= theta_scale;
       }
     }
@@ -127,6 +193,10 @@ struct Context::Impl {
     s.x = x.data(), s.xn = xn.data(), s.tmp = tmp.data();
     s.q = q.data(), s.k = k.data(), s.v = v.data(), s.att = att.data();
     s.gate = gate.data(), s.up = up.data();
+    if (hp.n_expert > 0) {
+      s.moe_probs = moe_probs.data(), s.moe_w = moe_w.data(), s.moe_sel = moe_sel.data();
+      s.moe_rows = moe_rows.data(), s.moe_x = moe_x.data(), s.moe_y = moe_y.data();
+    }
     if (trace) s.trace = &trace;
     s.note("embd", -1, s.x, hp.n_embd);
     rope_rows(freq_global, pos0, n, cos_g.data(), sin_g.data());
@@ -223,7 +293,11 @@ Context::Context(std::shared_ptr<const Model> model, int n_ctx, std::shared_ptr<
   if (!pool) throw ArgError("Context: thread pool is null");
   check_kv_size(m.hparams(), n_ctx);  // throws before allocating when it would overflow
   n_ctx_ = n_ctx;
-  impl_ = std::make_unique<Impl>(m, n_ctx, std::move(pool));
+  try {
+    impl_ = std::make_unique<Impl>(m, n_ctx, std::move(pool));
+  } catch (const std::bad_alloc&) {
+    kv_too_large(m.hparams(), n_ctx, "which cannot be allocated");
+  }
 }
 
 std::shared_ptr<ThreadPool> Context::thread_pool() const { return impl_->pool_owner; }

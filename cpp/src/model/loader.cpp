@@ -1,5 +1,6 @@
 #include "model/loader.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -82,6 +83,35 @@ cpu::Matrix Loader::matrix(const std::string& name, int64_t cols, int64_t rows) 
   return m;
 }
 
+std::vector<cpu::Matrix> Loader::matrices(const std::string& name, int64_t cols, int64_t rows, int64_t n) const {
+  const gguf::TensorInfo& t = tensor(name);
+  if (t.ne[0] != cols || t.ne[1] != rows || t.ne[2] != n || t.ne[3] != 1) {
+    fail("tensor '" + name + "' has shape " + shape_str(t) + ", expected [" + std::to_string(cols) + ", " +
+         std::to_string(rows) + ", " + std::to_string(n) + "]");
+  }
+  const quant::TypeTraits* tt = quant::type_traits(t.type);
+  if (cols % tt->block_size != 0) {
+    fail("tensor '" + name + "' has rows of " + std::to_string(cols) + " elements, not a multiple of the " +
+         tt->name + " block size " + std::to_string(tt->block_size));
+  }
+  cpu::Matrix m;
+  m.type = t.type;
+  m.cols = cols;
+  m.rows = rows;
+  m.row_bytes = (size_t)(cols / tt->block_size * tt->type_size);
+  if ((uint64_t)m.row_bytes * (uint64_t)rows * (uint64_t)n > t.nbytes) fail("tensor '" + name + "' is smaller than its shape");
+  std::vector<cpu::Matrix> out((size_t)n, m);
+  for (int64_t e = 0; e < n; e++) out[(size_t)e].data = t.data + (size_t)e * (size_t)rows * m.row_bytes;
+  return out;
+}
+
+cpu::Matrix Loader::rows_of(const cpu::Matrix& m, int64_t r0, int64_t rows) {
+  cpu::Matrix v = m;
+  v.data = m.data + (size_t)r0 * m.row_bytes;
+  v.rows = rows;
+  return v;
+}
+
 const float* Loader::vector(const std::string& name, int64_t n) {
   const gguf::TensorInfo& t = tensor(name);
   if (t.n_elements() != n || t.ne[0] != n) {
@@ -124,15 +154,32 @@ void Loader::read_common_hparams() {
   hp.n_rot = int_in("rope.dimension_count", hp.head_dim, 2, hp.head_dim);
   if (hp.n_rot % 2 != 0) fail("rope.dimension_count " + std::to_string(hp.n_rot) + " is odd");
 
-  const std::string scaling = str_key("rope.scaling.type").value_or("none");
-  if (scaling == "linear") {
-    hp.rope_freq_scale = 1.0f / float_in("rope.scaling.factor", 1.0, 1e-6, 1e6);
-  } else if (scaling != "none") {
-    unsupported("rope scaling type '" + scaling + "' is not supported (supported: none, linear)");
-  }
+  read_rope_scaling({"none", "linear", "yarn"});
   hp.attn_scale = 1.0f / std::sqrt((float)hp.head_dim);
   hp.logit_softcap = float_in("final_logit_softcapping", 0.0, 0.0, 1e30);
   hp.swa_layers.assign((size_t)hp.n_layer, 0);
+  hp.nope_layers.assign((size_t)hp.n_layer, 0);
+}
+
+void Loader::read_rope_scaling(const std::vector<std::string>& supported) {
+  Hparams& hp = m_.hp_;
+  // As llama.cpp reads them: an absent type is linear (with factor 1 unless one is given), the
+  // factor falls back on the old key rope.scale_linear, and 0 means 1.
+  hp.rope_scaling = str_key("rope.scaling.type").value_or("linear");
+  if (std::find(supported.begin(), supported.end(), hp.rope_scaling) == supported.end()) {
+    std::string list;
+    for (const std::string& t : supported) list += (list.empty() ? "" : ", ") + t;
+    unsupported("rope scaling type '" + hp.rope_scaling + "' is not supported for architecture " + hp.arch +
+                " (supported: " + list + ")");
+  }
+  double factor = float_in("rope.scaling.factor", float_key("rope.scale_linear").value_or(0.0), 0.0, 1e6);
+  if (factor == 0.0) factor = 1.0;
+  if (factor < 1e-6) fail("metadata '" + key("rope.scaling.factor") + "' is too small");
+  hp.rope_freq_scale = hp.rope_scaling == "none" ? 1.0f : 1.0f / (float)factor;  // in float, as llama.cpp
+  if (hp.rope_scaling == "linear" && hp.rope_freq_scale == 1.0f) hp.rope_scaling = "none";  // no scaling at all
+  hp.rope_ext_factor = hp.rope_scaling == "yarn" ? 1.0f : 0.0f;
+  hp.rope_attn_factor = float_in("rope.scaling.attn_factor", 1.0, 1e-6, 1e6);
+  hp.rope_n_ctx_orig = int_in("rope.scaling.original_context_length", hp.n_ctx_train, 0, INT32_MAX);
 }
 
 void Loader::read_common_weights(LayerParts parts) {
@@ -153,14 +200,37 @@ void Loader::read_common_weights(LayerParts parts) {
     LayerWeights& L = w.layers[(size_t)il];
     auto name = [il](const char* what) { return layer_name(il, what); };
     L.attn_norm = vector(name("attn_norm.weight"), E);
-    L.wq = matrix(name("attn_q.weight"), E, Q);
-    L.wk = matrix(name("attn_k.weight"), E, KV);
-    L.wv = matrix(name("attn_v.weight"), E, KV);
+    // q, k and v in one fused matrix (Phi-3; llama.cpp accepts it for every family) are viewed
+    // as three row ranges of it, in place.
+    if (has_tensor(name("attn_qkv.weight"))) {
+      const cpu::Matrix qkv = matrix(name("attn_qkv.weight"), E, Q + 2 * KV);
+      L.wq = rows_of(qkv, 0, Q);
+      L.wk = rows_of(qkv, Q, KV);
+      L.wv = rows_of(qkv, Q + KV, KV);
+      L.fused_qkv = true;
+    } else {
+      L.wq = matrix(name("attn_q.weight"), E, Q);
+      L.wk = matrix(name("attn_k.weight"), E, KV);
+      L.wv = matrix(name("attn_v.weight"), E, KV);
+    }
     L.wo = matrix(name("attn_output.weight"), Q, E);
     L.ffn_norm = vector(name("ffn_norm.weight"), E);
-    L.ffn_gate = matrix(name("ffn_gate.weight"), E, F);
-    L.ffn_up = matrix(name("ffn_up.weight"), E, F);
-    L.ffn_down = matrix(name("ffn_down.weight"), F, E);
+    if (parts.moe) {  // the router and the experts replace the dense feed-forward
+      const int64_t X = hp.n_expert, FE = hp.n_ff_exp;
+      L.ffn_gate_inp = matrix(name("ffn_gate_inp.weight"), E, X);
+      L.gate_exps = matrices(name("ffn_gate_exps.weight"), E, FE, X);
+      L.up_exps = matrices(name("ffn_up_exps.weight"), E, FE, X);
+      L.down_exps = matrices(name("ffn_down_exps.weight"), FE, E, X);
+    } else if (parts.fused_gate_up) {  // ffn_up holds the gate's rows, then the up projection's
+      const cpu::Matrix gate_up = matrix(name("ffn_up.weight"), E, 2 * F);
+      L.ffn_gate = rows_of(gate_up, 0, F);
+      L.ffn_up = rows_of(gate_up, F, F);
+      L.fused_gate_up = true;
+    } else {
+      L.ffn_gate = matrix(name("ffn_gate.weight"), E, F);
+      L.ffn_up = matrix(name("ffn_up.weight"), E, F);
+    }
+    if (!parts.moe) L.ffn_down = matrix(name("ffn_down.weight"), F, E);
     if (parts.qkv_bias) {
       L.bq = vector(name("attn_q.bias"), Q);
       L.bk = vector(name("attn_k.bias"), KV);

@@ -20,6 +20,10 @@ const std::vector<std::pair<std::string, Loader>>& families() {
       {"llama", model::load_llama},
       {"qwen2", model::load_qwen2},
       {"gemma3", model::load_gemma3},
+      {"qwen3", model::load_qwen3},
+      {"smollm3", model::load_smollm3},
+      {"phi3", model::load_phi3},
+      {"qwen3moe", model::load_qwen3moe},
   };
   return kFamilies;
 }
@@ -70,7 +74,7 @@ const std::vector<std::string>& Model::supported_archs() {
 }
 
 std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOptions& opt) {
-  auto file = std::make_shared<const gguf::File>(path);
+  auto file = std::make_shared<const gguf::File>(path, opt.mmap);
   const std::optional<std::string> arch = file->get_string("general.architecture");
   if (!arch) throw GGUFError(path + ": missing metadata key 'general.architecture'");
   for (const auto& [name, load_family] : families()) {

@@ -27,22 +27,35 @@ struct LoadOptions {
   // stored in a wider type (more bytes per weight) is requantized to it at load, through float32
   // row by row, into memory that replaces the mapped pages. Empty: the weights as stored.
   std::string requantize;
+  // Map the file (true) or read it into memory (false: immune to the file being truncated or
+  // rewritten while in use). Repacked and requantized weights live in memory either way.
+  bool mmap = true;
 };
 
 struct Hparams {
-  std::string arch;  // "llama", "qwen2", "gemma3"
+  std::string arch;  // general.architecture: "llama", "qwen2", "gemma3", "qwen3", ...
   int n_vocab = 0, n_ctx_train = 0, n_embd = 0, n_layer = 0, n_head = 0, n_head_kv = 0;
   int head_dim = 0, n_ff = 0;
+  int n_expert = 0, n_expert_used = 0, n_ff_exp = 0;  // mixture of experts (qwen3moe); 0: dense
   float rms_eps = 1e-5f, rope_base = 10000.0f, rope_base_swa = 10000.0f;
   int sliding_window = 0;      // 0: none
   float logit_softcap = 0.0f;  // 0: none
 
   int n_rot = 0;                   // rotated dimensions per head (<= head_dim, even)
   bool rope_neox = false;          // pairs (i, i + n_rot/2) (NEOX) instead of (2i, 2i+1) (normal)
-  float rope_freq_scale = 1.0f;    // linear rope scaling of the global layers (1 / factor)
+  std::string rope_scaling = "none";  // rope.scaling.type: "none", "linear", "yarn"
+  float rope_freq_scale = 1.0f;    // rope scaling of the global layers: 1 / rope.scaling.factor
+  // YaRN (rope_scaling "yarn"), as llama.cpp computes it: pair i's angle blends the interpolated
+  // (scaled) and the original angle by a ramp over the pairs between the correction dims (from
+  // n_ctx_orig and betas 32 / 1); cos and sin are multiplied by rope_attn_factor * (1 + 0.1 ln factor).
+  float rope_ext_factor = 0.0f;    // 1 for yarn, 0 otherwise
+  float rope_attn_factor = 1.0f;   // rope.scaling.attn_factor: multiplies cos and sin (any scaling)
+  int rope_n_ctx_orig = 0;         // rope.scaling.original_context_length, else context_length
   float attn_scale = 0.0f;         // multiplies q.k before the softmax
+  bool attn_scale_q = false;       // phi3: multiplies q instead, before q is rounded to half
   float embd_scale = 1.0f;         // multiplies the token embeddings
   std::vector<uint8_t> swa_layers; // [n_layer]: 1 where the layer attends within sliding_window
+  std::vector<uint8_t> nope_layers;  // [n_layer]: 1 where q and k get no rope (SmolLM3's every 4th)
 };
 
 class Model {

@@ -28,10 +28,17 @@ struct LayerWeights {
   const float* bq = nullptr;              // [n_head * head_dim]     qwen2 only
   const float* bk = nullptr;              // [n_head_kv * head_dim]  qwen2 only
   const float* bv = nullptr;              // [n_head_kv * head_dim]  qwen2 only
-  const float* q_norm = nullptr;          // [head_dim]              gemma3 only
-  const float* k_norm = nullptr;          // [head_dim]              gemma3 only
+  const float* q_norm = nullptr;          // [head_dim]              gemma3, qwen3
+  const float* k_norm = nullptr;          // [head_dim]              gemma3, qwen3
   const float* post_attn_norm = nullptr;  // [n_embd]                gemma3 only
   const float* post_ffw_norm = nullptr;   // [n_embd]                gemma3 only
+  // Mixture of experts (qwen3moe), in place of ffn_gate / ffn_up / ffn_down: the router and one
+  // view per expert into the 3-D tensors blk.N.ffn_{gate,up,down}_exps.weight.
+  cpu::Matrix ffn_gate_inp;                 // [n_expert][n_embd]
+  std::vector<cpu::Matrix> gate_exps, up_exps;  // [n_expert] x [n_ff_exp][n_embd]
+  std::vector<cpu::Matrix> down_exps;           // [n_expert] x [n_embd][n_ff_exp]
+  bool fused_qkv = false;       // wq, wk, wv are row ranges of blk.N.attn_qkv.weight (phi3)
+  bool fused_gate_up = false;   // ffn_gate, ffn_up are row ranges of blk.N.ffn_up.weight (phi3)
 };
 
 struct Weights {
@@ -39,6 +46,10 @@ struct Weights {
   cpu::Matrix output;                // [n_vocab][n_embd]; token_embd when tied
   const float* output_norm = nullptr;  // [n_embd]
   const float* rope_freqs = nullptr;   // [n_rot / 2] frequency divisors (Llama 3.1), or null
+  // LongRoPE (phi3): frequency divisors for contexts longer than rope_n_ctx_orig, and for the
+  // others; a context picks one by its size, as llama.cpp does. Null when absent.
+  const float* rope_long = nullptr;    // [n_rot / 2]
+  const float* rope_short = nullptr;   // [n_rot / 2]
   std::vector<LayerWeights> layers;
 };
 
@@ -51,19 +62,31 @@ struct RopeRows {
 // f(name, matrix) for every weight matrix of w (Weights or const Weights), by GGUF tensor name;
 // a tied output (the same bytes as token_embd) is visited too, after token_embd.
 template <class W, class F>
-void for_each_matrix(W& w, F&& f) {
+void for_each_matrix(W& w, F&& visit) {
+  auto f = [&visit](const std::string& name, auto& m) {  // a layer's absent parts are skipped
+    if (m.data) visit(name, m);
+  };
   f("token_embd.weight", w.token_embd);
   f("output.weight", w.output);
   for (size_t il = 0; il < w.layers.size(); il++) {
     auto& L = w.layers[il];
     const std::string b = "blk." + std::to_string(il) + ".";
-    f(b + "attn_q.weight", L.wq);
-    f(b + "attn_k.weight", L.wk);
-    f(b + "attn_v.weight", L.wv);
+    // Row ranges of a fused tensor are named after it: "blk.N.attn_qkv.weight[q]".
+    const bool qkv = L.fused_qkv, gu = L.fused_gate_up;
+    f(b + (qkv ? "attn_qkv.weight[q]" : "attn_q.weight"), L.wq);
+    f(b + (qkv ? "attn_qkv.weight[k]" : "attn_k.weight"), L.wk);
+    f(b + (qkv ? "attn_qkv.weight[v]" : "attn_v.weight"), L.wv);
     f(b + "attn_output.weight", L.wo);
-    f(b + "ffn_gate.weight", L.ffn_gate);
-    f(b + "ffn_up.weight", L.ffn_up);
+    f(b + (gu ? "ffn_up.weight[gate]" : "ffn_gate.weight"), L.ffn_gate);
+    f(b + (gu ? "ffn_up.weight[up]" : "ffn_up.weight"), L.ffn_up);
     f(b + "ffn_down.weight", L.ffn_down);
+    f(b + "ffn_gate_inp.weight", L.ffn_gate_inp);
+    for (size_t e = 0; e < L.gate_exps.size(); e++) {
+      const std::string x = "[" + std::to_string(e) + "]";
+      f(b + "ffn_gate_exps.weight" + x, L.gate_exps[e]);
+      f(b + "ffn_up_exps.weight" + x, L.up_exps[e]);
+      f(b + "ffn_down_exps.weight" + x, L.down_exps[e]);
+    }
   }
 }
 
@@ -83,8 +106,15 @@ struct Step {
   float* k = nullptr;     // [n][n_head_kv * head_dim]
   float* v = nullptr;     // [n][n_head_kv * head_dim]
   float* att = nullptr;   // [n][n_head * head_dim]  attention output before wo
-  float* gate = nullptr;  // [n][n_ff]
-  float* up = nullptr;    // [n][n_ff]
+  float* gate = nullptr;  // [n][max(n_ff, n_ff_exp)]
+  float* up = nullptr;    // [n][max(n_ff, n_ff_exp)]
+  // Mixture of experts only (model/moe.cpp):
+  float* moe_probs = nullptr;   // [n][n_expert]        router probabilities
+  int32_t* moe_sel = nullptr;   // [n][n_expert_used]   the experts chosen per row, best first
+  float* moe_w = nullptr;       // [n][n_expert_used]   their normalised weights
+  int32_t* moe_rows = nullptr;  // [n * n_expert_used]  (row, slot) pairs grouped by expert
+  float* moe_x = nullptr;       // [n][n_embd]          the rows routed to one expert, gathered
+  float* moe_y = nullptr;       // [n][n_expert_used][n_embd] each chosen expert's output
   RopeRows rope_global, rope_swa;
   const Context::TraceFn* trace = nullptr;  // Context::set_trace, or null
 
@@ -129,11 +159,18 @@ enum class Act { SiLU, GeluTanh };
 void ffn_block(Step& s, const LayerWeights& L, int il, Act act);
 // The plain pre-norm block: x += attn(rmsnorm(x)); x += ffn(rmsnorm(x)).
 void prenorm_layer(Step& s, const LayerWeights& L, int il, Act act);
+// Mixture-of-experts feed-forward from s.xn into s.tmp (model/moe.cpp): softmax router, top
+// n_expert_used experts per row with weights renormalised to sum 1, SwiGLU experts.
+void moe_ffn_block(Step& s, const LayerWeights& L, int il);
 
 // One loader per family file; Model::load picks by general.architecture.
 std::shared_ptr<TransformerModel> load_llama(const gguf::File& file);
 std::shared_ptr<TransformerModel> load_qwen2(const gguf::File& file);
 std::shared_ptr<TransformerModel> load_gemma3(const gguf::File& file);
+std::shared_ptr<TransformerModel> load_qwen3(const gguf::File& file);
+std::shared_ptr<TransformerModel> load_smollm3(const gguf::File& file);
+std::shared_ptr<TransformerModel> load_phi3(const gguf::File& file);
+std::shared_ptr<TransformerModel> load_qwen3moe(const gguf::File& file);
 
 }  // namespace model
 }  // namespace qd

@@ -11,6 +11,7 @@ namespace qd::sampling {
 void SamplerParams::validate() const {
   auto bad = [](const std::string& what) { throw ArgError("sampler: " + what); };
   if (!std::isfinite(temperature)) bad("temperature must be a finite number");
+  if (temperature < 0.0f) bad("temperature must be >= 0 (0: greedy), got " + std::to_string(temperature));
   if (top_k < 0) bad("top_k must be >= 0 (0 turns it off), got " + std::to_string(top_k));
   if (!(top_p > 0.0f && top_p <= 1.0f)) bad("top_p must be in (0, 1], got " + std::to_string(top_p));
   if (!(min_p >= 0.0f && min_p < 1.0f)) bad("min_p must be in [0, 1), got " + std::to_string(min_p));

@@ -6,7 +6,7 @@
 namespace qd::sampling {
 
 struct SamplerParams {
-  float temperature = 0.8f;       // <= 0: greedy (argmax after penalties)
+  float temperature = 0.8f;       // 0: greedy (argmax after penalties); negative is an error
   int top_k = 0;                  // 0: off
   float top_p = 1.0f;             // 1: off
   float min_p = 0.0f;             // 0: off; keep tokens with p >= min_p * p_max

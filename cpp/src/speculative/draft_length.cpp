@@ -25,6 +25,9 @@ constexpr double kThinEvidence = 4.0;       // judged draft tokens below which p
 constexpr double kFitWeight = 2.0;          // measurements at which an entry counts as much as the line
 constexpr double kOptimismEvidence = 32.0;  // judged tokens at which the choice's optimism ends
 constexpr double kPriorSlope = 0.15; // c_v(n) ~ c_v(1) * (1 + slope * (n - 1)) until measured
+// A token evaluated in a batch (a catch-up) costs about this share of a single-token step
+// until timed: prompt processing runs 4-5x the decode rate on an AVX2 laptop.
+constexpr double kBatchedShare = 0.25;
 }  // namespace
 
 DraftLength::DraftLength(int n_sources, const DraftLengthOptions& opt) : opt_(opt), src_(n_sources) {
@@ -33,6 +36,25 @@ DraftLength::DraftLength(int n_sources, const DraftLengthOptions& opt) : opt_(op
   if (opt.probe_every < 1) throw ArgError("probe_every must be >= 1");
   if (!(opt.probe_budget > 0.0)) throw ArgError("probe_budget must be > 0");
   c_v_.assign(opt.draft_max + 2, Cost());
+}
+
+void DraftLength::set_cost_hint(int source, double share, int max_catch_up) {
+  if (source < 0 || source >= (int)src_.size()) throw ArgError("set_cost_hint: no source " + std::to_string(source));
+  src_[source].hint = std::isfinite(share) ? share : -1.0;
+  src_[source].max_catch_up = std::max(0, max_catch_up);
+}
+
+double DraftLength::catch_up_cost(int source) const {
+  const Source& s = src_[source];
+  const double per_token = s.u.c >= 0.0 ? s.u.c : kBatchedShare * std::max(0.0, planned_draft_cost(source));
+  return per_token * s.max_catch_up;
+}
+
+double DraftLength::planned_draft_cost(int source) const {
+  const Source& s = src_[source];
+  if (s.d.c >= 0.0) return s.d.c;
+  const double c1 = verify_cost(1);
+  return s.hint >= 0.0 && c1 > 0.0 ? s.hint * c1 : -1.0;
 }
 
 double DraftLength::alpha(int source) const {
@@ -86,7 +108,7 @@ double DraftLength::rate(int source, int k) const { return rate_at(source, k, al
 double DraftLength::rate_at(int source, int k, double a) const {
   const double tokens = (1.0 - std::pow(a, k + 1)) / (1.0 - a);
   const double cv = verify_cost(k + 1);
-  const double cd = src_[source].d.c;
+  const double cd = planned_draft_cost(source);
   if (cv <= 0.0 || cd < 0.0) return -1.0;
   return tokens / (k == 0 ? cv : cd + (k - 1) * step_cost(source) + cv);
 }
@@ -95,8 +117,10 @@ int DraftLength::next(int source) {
   Source& s = src_[source];
   const int kmax = opt_.draft_max;
   if (!opt_.adaptive || kmax == 0) return kmax;
-  // Until both costs are known, draft a middling amount so that they get measured.
-  if (s.d.c < 0.0 || verify_cost(1) < 0.0) return std::min(kmax, 4);
+  // Plain steps until one is timed (every choice is against it), then, while the draft cost
+  // is neither timed nor hinted, a middling draft so that it gets timed.
+  if (c_v_[1].c <= 0.0) return 0;
+  if (planned_draft_cost(source) < 0.0) return std::min(kmax, 4);
   const double a = alpha_for_choice(source);
   int best = 0;
   double best_rate = rate_at(source, 0, a);
@@ -105,8 +129,9 @@ int DraftLength::next(int source) {
     if (r > best_rate) best = k, best_rate = r;
   }
   // From k = 0 only a probe that was fully accepted restarts drafting: the estimate after a
-  // stretch of plain steps is an optimistic one, and a refused probe has just contradicted it.
-  if (best > 0 && !(s.idle && s.failed_probes > 0)) {
+  // stretch of plain steps is an optimistic one (its evidence has faded), and the first draft
+  // after it pays a catch-up that only a probe's budget accounts for.
+  if (best > 0 && (!s.idle || s.probe_ok)) {
     s.idle = false;
     s.idle_steps = 0;
     // Now and then a neighbouring length whose expected rate is close: row counts never used
@@ -119,6 +144,7 @@ int DraftLength::next(int source) {
     }
     return best;
   }
+  if (!s.idle) s.probe_ok = false;
   s.idle = true;
   if (++s.idle_steps >= probe_interval(source)) {
     s.idle_steps = 0;
@@ -131,16 +157,24 @@ int DraftLength::next(int source) {
 int DraftLength::probe_interval(int source) const {
   const Source& s = src_[source];
   const int kp = std::min(opt_.draft_max, opt_.probe_length);
-  const double c1 = verify_cost(1);
-  if (c1 <= 0.0 || s.d.c < 0.0) return opt_.probe_every;
+  const double c1 = verify_cost(1), cd = planned_draft_cost(source);
+  if (c1 <= 0.0 || cd < 0.0) return opt_.probe_every;
   // Little evidence yet (one unlucky first draft, often the first token of an answer, gives
-  // a = 0.4): probe at the fastest rate until a few tokens have been judged.
-  if (s.judged < kThinEvidence) return opt_.probe_every;
+  // a = 0.4): probe at the fastest rate until a few tokens have been judged, where drafting
+  // would pay at the prior acceptance (a drafter too dear for that waits for the budget).
+  if (s.judged < kThinEvidence && pays_at(source, opt_.alpha_prior)) return opt_.probe_every;
   // A probe costs its catch-up, its draft and the verify rows beyond the plain step's one.
   const double cost = std::max(
-      0.0, catch_up_cost(source) + s.d.c + (kp - 1) * step_cost(source) + verify_cost(kp + 1) - c1);
+      0.0, catch_up_cost(source) + cd + (kp - 1) * step_cost(source) + verify_cost(kp + 1) - c1);
   const double base = std::clamp(cost / (opt_.probe_budget * c1), (double)opt_.probe_every, 4096.0);
   return (int)(base * (1 << s.failed_probes));
+}
+
+bool DraftLength::pays_at(int source, double a) const {
+  const double plain = rate_at(source, 0, a);
+  for (int k = 1; k <= opt_.draft_max; k++)
+    if (rate_at(source, k, a) > plain) return true;
+  return false;
 }
 
 void DraftLength::new_sequence() {
@@ -179,9 +213,9 @@ void DraftLength::record_draft(int source, int n_drafted, double first_seconds, 
   if (n_drafted > 1) learn(&s.s, step_seconds, s.s.c);
 }
 
-void DraftLength::record_catch_up(int source, double seconds) {
-  // No level rescaling: the catch-up's size follows the lag, not only the machine's load.
-  learn(&src_[source].u, seconds, -1.0);
+void DraftLength::record_catch_up(int source, double seconds, int n_tokens) {
+  // Per token, without level rescaling (a batched token's cost is its own shape).
+  if (n_tokens > 0) learn(&src_[source].u, seconds / n_tokens, -1.0);
 }
 
 void DraftLength::record_verify(int source, int n_rows, int n_accepted, double seconds) {
@@ -203,6 +237,7 @@ void DraftLength::record_verify(int source, int n_rows, int n_accepted, double s
   s.judged += n_accepted + (refused ? 1.0 : 0.0);
   if (!refused) s.failed_probes = 0;
   else if (probe) s.failed_probes = std::min(s.failed_probes + 1, kMaxBackoff);
+  if (probe) s.probe_ok = !refused;
 }
 
 }  // namespace qd::speculative

@@ -12,9 +12,15 @@
 // the text: as often as a budget of probe_budget of the time allows, counting what a probe
 // really costs (a model drafter idle for a while first catches up on the text it missed).
 // A refused probe doubles the interval, up to kMaxBackoff doublings; a fully accepted draft
-// ends the backoff. Acceptance evidence fades with every emitted token, drafted or not, so
+// ends the backoff. Only a fully accepted probe restarts drafting from k = 0. Acceptance evidence fades with every emitted token, drafted or not, so
 // after an idle stretch a probe's evidence outweighs the old, and drafting resumes as soon as
 // the (optimistic, while evidence is thin) estimate says it pays.
+//
+// Before anything is timed: plain steps until a plain step's cost is known (its first timing is
+// dropped too), since every choice weighs drafts against it and a plain step never costs more
+// than plain decoding. A drafter's cost hint (a draft model's weight bytes over the target's)
+// stands in for its draft cost until that is timed, so a drafter too dear to pay at the prior
+// acceptance starts idle, probing at the budget's pace, instead of drafting to find out.
 //
 // The first timing of every cost is dropped: it pays first touches (page faults of freshly
 // mapped weights, scratch buffers growing), not the steady cost. Timings on a shared machine
@@ -49,16 +55,23 @@ class DraftLength {
   // A draft of n_drafted tokens from `source`: the first token's cost and, when it was measured
   // (>= 0), the cost of each further one. Without it, first_seconds is every token's cost.
   void record_draft(int source, int n_drafted, double first_seconds, double step_seconds = -1.0);
-  // Seconds a drafter spent catching up on many tokens before a draft (after plain steps),
+  // Seconds a drafter spent catching up on n_tokens tokens before a draft (after plain steps),
   // left out of record_draft's costs: every probe from k = 0 pays it.
-  void record_catch_up(int source, double seconds);
+  void record_catch_up(int source, double seconds, int n_tokens);
   // A verify pass over n_rows = n_drafted + 1 rows, n_accepted of the drafted tokens kept.
   void record_verify(int source, int n_rows, int n_accepted, double seconds);
 
+  // A draft token's expected cost as a share of a plain step, used until the draft is timed
+  // (< 0, the default: unknown; the first drafts are then middling ones, to time it), and the
+  // most tokens a probe after plain steps catches up on (0: the drafter has no cache).
+  void set_cost_hint(int source, double share, int max_catch_up = 0);
+
   double alpha(int source) const;
   double draft_cost(int source) const { return src_[source].d.c; }
-  double step_cost(int source) const { return src_[source].s.c > 0.0 ? src_[source].s.c : src_[source].d.c; }
-  double catch_up_cost(int source) const { return std::max(0.0, src_[source].u.c); }
+  double step_cost(int source) const { return src_[source].s.c > 0.0 ? src_[source].s.c : planned_draft_cost(source); }
+  // Seconds a probe's catch-up costs: its tokens at the timed per-token cost, or at a batched
+  // token's usual share of a draft step until that is timed.
+  double catch_up_cost(int source) const;
   double verify_cost(int n_rows) const;  // estimate, seconds; < 0 before any measurement
   // Steps at k = 0 before the next probe of `source`.
   int probe_interval(int source) const;
@@ -78,11 +91,14 @@ class DraftLength {
   struct Source {
     double accepted = 0.0, rejected = 0.0;  // decayed counts of kept / refused draft tokens
     double judged = 0.0;                    // the same, never decayed: evidence ever seen
-    Cost d, s, u;                           // first drafted token, each further one, a catch-up
+    Cost d, s, u;                           // first drafted token, each further one, a caught-up token
+    double hint = -1.0;                     // c_d / c_v(1) before c_d is timed, < 0 unknown
+    int max_catch_up = 0;                   // tokens a probe catches up on at most
     int idle_steps = 0;                     // consecutive steps at k = 0
     int failed_probes = 0;                  // refused probes since a draft was last fully accepted
     bool idle = false;                      // the arithmetic last chose k = 0
     bool probing = false;                   // the last next() returned a probe
+    bool probe_ok = false;                  // the last probe since going idle was fully accepted
     int steps_since_explore = 0;
     bool explore_up = false;                // the next exploration tries best + 1 (else best - 1)
   };
@@ -93,6 +109,10 @@ class DraftLength {
   // The acceptance next() plans with: alpha() plus a bonus that fades as evidence accumulates.
   double alpha_for_choice(int source) const;
   double rate_at(int source, int k, double a) const;
+  // Whether some k > 0 beats plain steps at acceptance a.
+  bool pays_at(int source, double a) const;
+  // c_d as timed, else from the hint (< 0 when neither is known).
+  double planned_draft_cost(int source) const;
   double fitted_verify_cost(int n_rows) const;
 
   DraftLengthOptions opt_;

@@ -34,6 +34,12 @@ class Drafter {
   virtual const char* source_name(int s) const { return name(); }
   // The source the next proposal for `history` will come from (hybrid: 1 if n-gram matches).
   virtual int next_source(const std::vector<int32_t>& history) { return 0; }
+  // What one drafted token of `source` is expected to cost as a share of a target decode step,
+  // before any timing (the draft-length controller's starting point); < 0 when unknown.
+  virtual double cost_hint(int source) const { return -1.0; }
+  // The most tokens a proposal after plain steps catches up on (a model drafter's KV cache
+  // lags the text while the target decodes alone); 0 for drafters without a cache.
+  virtual int max_catch_up(int source) const { return 0; }
   // After next_source(): true when the next proposal is all but certain and free to make (a
   // prediction the text has followed so far), so the step drafts the most it may instead of
   // the length the controller picks from timings (which a load spike can mislead).

@@ -15,6 +15,8 @@ class HybridDrafter : public Drafter {
   int n_sources() const override { return 2; }
   const char* source_name(int s) const override { return s == 1 ? ngram_.name() : model_->name(); }
   int next_source(const std::vector<int32_t>& history) override;
+  double cost_hint(int source) const override { return source == 1 ? ngram_.cost_hint(0) : model_->cost_hint(0); }
+  int max_catch_up(int source) const override { return source == 1 ? 0 : model_->max_catch_up(0); }
   void propose(const std::vector<int32_t>& history, const DraftRequest& req, Draft* out) override;
   bool prefill(const std::vector<int32_t>& history, int max_tokens) override {
     return model_->prefill(history, max_tokens);

@@ -11,11 +11,21 @@ namespace {
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 }  // namespace
 
-ModelDrafter::ModelDrafter(std::unique_ptr<LogitSource> model, std::string name, int max_lag)
-    : model_(std::move(model)), name_(std::move(name)), max_lag_(max_lag) {
+ModelDrafter::ModelDrafter(std::unique_ptr<LogitSource> model, std::string name, int max_lag, double cost_hint)
+    : model_(std::move(model)), name_(std::move(name)), max_lag_(max_lag), cost_hint_(cost_hint) {
   if (!model_) throw ArgError("ModelDrafter: no model");
   if (max_lag < 1) throw ArgError("ModelDrafter: max_lag must be >= 1");
   logits_.resize(model_->n_vocab());
+}
+
+void ModelDrafter::eval_ids(const int32_t* ids, int n, float* logits, bool last_only) {
+  const int32_t V = model_->n_vocab();
+  if (std::any_of(ids, ids + n, [V](int32_t t) { return t >= V; })) {
+    stand_in_.assign(ids, ids + n);
+    for (int32_t& t : stand_in_) t = t >= V ? 0 : t;
+    ids = stand_in_.data();
+  }
+  model_->eval(ids, n, logits, last_only);
 }
 
 void ModelDrafter::reset(size_t offset) {
@@ -41,7 +51,7 @@ bool ModelDrafter::prefill(const std::vector<int32_t>& history, int max_tokens) 
   const int todo = (int)(history.size() - 1 - cached_.size());
   const int n = std::min(todo, max_tokens);
   if (n > 0) {
-    model_->eval(history.data() + cached_.size(), n, nullptr, false);
+    eval_ids(history.data() + cached_.size(), n, nullptr, false);
     cached_.insert(cached_.end(), history.begin() + cached_.size(), history.begin() + cached_.size() + n);
   }
   return n == todo;
@@ -59,7 +69,7 @@ int ModelDrafter::catch_up(const std::vector<int32_t>& history, double* seconds)
   }
   const size_t keep = offset_ + cached_.size();
   const double t0 = now();
-  model_->eval(history.data() + keep, (int)(history.size() - keep), logits_.data(), /*last_only=*/true);
+  eval_ids(history.data() + keep, (int)(history.size() - keep), logits_.data(), /*last_only=*/true);
   *seconds = now() - t0;
   cached_.insert(cached_.end(), history.begin() + keep, history.end());
   return (int)(history.size() - keep);
@@ -120,6 +130,7 @@ void ModelDrafter::propose(const std::vector<int32_t>& history, const DraftReque
     out->first_seconds = catch_up_seconds / n_caught_up + choose;
   }
   out->catch_up_seconds = std::max(0.0, catch_up_seconds + choose - out->first_seconds);
+  out->catch_up_tokens = n_caught_up - 2;
 }
 
 }  // namespace qd::speculative

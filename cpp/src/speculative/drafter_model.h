@@ -17,8 +17,11 @@ class ModelDrafter : public Drafter {
  public:
   // max_lag: when the drafter is further behind the history than this (after plain steps),
   // it restarts from the last max_lag tokens instead of evaluating them all.
-  ModelDrafter(std::unique_ptr<LogitSource> model, std::string name, int max_lag = 64);
+  // cost_hint: a drafted token's expected cost as a share of a target step (< 0 unknown).
+  ModelDrafter(std::unique_ptr<LogitSource> model, std::string name, int max_lag = 64, double cost_hint = -1.0);
   const char* name() const override { return name_.c_str(); }
+  double cost_hint(int) const override { return cost_hint_; }
+  int max_catch_up(int) const override { return max_lag_; }
   void propose(const std::vector<int32_t>& history, const DraftRequest& req, Draft* out) override;
   bool prefill(const std::vector<int32_t>& history, int max_tokens) override;
 
@@ -32,14 +35,19 @@ class ModelDrafter : public Drafter {
   // Drops cached tokens that differ from history (keeping at most history.size() - 1).
   void sync(const std::vector<int32_t>& history);
   void reset(size_t offset);
+  // model_->eval of target ids, each id the draft's vocabulary lacks (a target's appended
+  // special token, compat.h) fed as id 0: a stand-in only lowers acceptance, never exactness.
+  void eval_ids(const int32_t* ids, int n, float* logits, bool last_only);
 
   std::unique_ptr<LogitSource> model_;
   std::string name_;
   int max_lag_;
+  double cost_hint_;
   size_t offset_ = 0;            // cached_[i] is history[offset_ + i]
   std::vector<int32_t> cached_;  // tokens in the draft's KV cache, in order
   std::vector<float> logits_;    // [n_vocab]
   std::vector<int32_t> ctx_;     // history + tokens drafted so far (penalty window)
+  std::vector<int32_t> stand_in_;  // eval_ids' copy when some id is outside the draft vocabulary
   double step_seconds_ = -1.0;   // last measured time of one single-token eval, < 0 unknown
 };
 

@@ -10,6 +10,7 @@ class NgramDrafter : public Drafter {
  public:
   NgramDrafter(int n_min = 2, int n_max = 4);
   const char* name() const override { return "ngram"; }
+  double cost_hint(int) const override { return 0.0; }  // a lookup: nothing next to a model step
   void propose(const std::vector<int32_t>& history, const DraftRequest& req, Draft* out) override;
 
   // Start of the continuation after the best match, or -1 when there is none.

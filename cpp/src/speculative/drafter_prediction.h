@@ -30,6 +30,9 @@ class PredictionDrafter : public Drafter {
   const char* name() const override { return "prediction"; }
   int n_sources() const override { return source() + 1; }
   const char* source_name(int s) const override;
+  // The fallback's sources as the fallback has them; the prediction's own costs a lookup.
+  double cost_hint(int s) const override { return s < source() ? fallback_->cost_hint(s) : 0.0; }
+  int max_catch_up(int s) const override { return s < source() ? fallback_->max_catch_up(s) : 0; }
   int next_source(const std::vector<int32_t>& history) override;
   // A continuity match: the text has followed the prediction since the last proposal.
   bool draft_in_full() const override { return have_cached_ && cached_.at >= 0 && cached_.continuing; }

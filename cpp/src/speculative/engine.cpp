@@ -2,11 +2,14 @@
 // into the speculative loop (speculative::Generator).
 #include "quickdraft/engine.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <mutex>
 
 #include "common/error.h"
 #include "gguf/gguf_file.h"
 #include "model/model.h"
+#include "quant/quant_types.h"
 #include "speculative/compat.h"
 #include "speculative/context_source.h"
 #include "speculative/drafter_choice.h"
@@ -65,6 +68,8 @@ struct Engine::Parts {
   std::unique_ptr<TokenStreamSource> text;
   std::shared_ptr<const Tokenizer> tok;  // null for models without tokenizer metadata
   std::unique_ptr<Generator> gen;
+  std::vector<std::shared_ptr<const gguf::File>> files;  // checked at start()
+  int n_ctx_train = 0;
   std::unique_ptr<DrafterChoice> choice;  // GenerateOptions::drafter
   std::mutex mu;  // one start() or step() at a time
 
@@ -81,15 +86,43 @@ struct Engine::Parts {
 
 namespace {
 
+// Bytes of weights one decode step of `m` reads, as it computes (requantized types included):
+// the layers not in `skip`, and the output layer (a tied one counted once; the embedding table
+// is only looked up), scaled by head_rows / n_vocab when only a head subset is scored. Decode
+// streams its weights, so this ratio between two models is their decode cost ratio.
+double decode_weight_bytes(const Model& m, const std::vector<int>& skip, int head_rows) {
+  const gguf::File& f = m.file();
+  const bool tied = f.find_tensor("output.weight") == nullptr;
+  double bytes = 0;
+  for (const auto& [name, type] : m.matrix_types()) {
+    const gguf::TensorInfo* t = f.find_tensor(name);
+    const quant::TypeTraits* tt = quant::type_traits(type);
+    if (!t || !tt) continue;
+    const bool output = name == "output.weight" || (tied && name == "token_embd.weight");
+    if (name == "token_embd.weight" && !output) continue;
+    int layer = -1;
+    if (std::sscanf(name.c_str(), "blk.%d.", &layer) == 1 && std::count(skip.begin(), skip.end(), layer)) continue;
+    double b = (double)(t->n_elements() / tt->block_size) * (double)tt->type_size;
+    if (output && head_rows > 0) b *= std::min(1.0, (double)head_rows / m.n_vocab());
+    bytes += b;
+  }
+  return bytes;
+}
+
 // A drafter over its own context on `pool` (the target's): skipped layers for self-drafting,
-// and the draft head for large vocabularies (the stop ids always in it).
-std::unique_ptr<ModelDrafter> context_drafter(std::shared_ptr<const Model> m, std::shared_ptr<ThreadPool> pool,
-                                              std::vector<int> skip, const char* name, const EngineOptions& opt) {
+// and the draft head for large vocabularies (the stop ids always in it). Its cost hint is its
+// decode bytes over the target's.
+std::unique_ptr<ModelDrafter> context_drafter(std::shared_ptr<const Model> m, const Model& target,
+                                              std::shared_ptr<ThreadPool> pool, std::vector<int> skip,
+                                              const char* name, const EngineOptions& opt) {
   const int head = draft_head_rows(opt, m->n_vocab());
+  const double full = decode_weight_bytes(target, {}, 0);
+  const double hint = full > 0 ? decode_weight_bytes(*m, skip, head) / full : -1.0;
   auto ctx = std::make_unique<Context>(std::move(m), opt.n_ctx, std::move(pool));
   if (!skip.empty()) ctx->set_skip_layers(std::move(skip));
   if (head > 0) ctx->set_head_subset(head, opt.stop_ids);
-  return std::make_unique<ModelDrafter>(std::make_unique<ContextSource>(std::move(ctx)), name, opt.draft_max_lag);
+  return std::make_unique<ModelDrafter>(std::make_unique<ContextSource>(std::move(ctx)), name, opt.draft_max_lag,
+                                        hint);
 }
 
 }  // namespace
@@ -97,7 +130,11 @@ std::unique_ptr<ModelDrafter> context_drafter(std::shared_ptr<const Model> m, st
 Engine::Engine(const std::string& target_path, const EngineOptions& options) : parts_(std::make_unique<Parts>()) {
   Parts& p = *parts_;
   EngineOptions opt = options;
-  std::shared_ptr<const Model> target = Model::load(target_path);
+  LoadOptions target_load;
+  target_load.mmap = opt.mmap;
+  std::shared_ptr<const Model> target = Model::load(target_path, target_load);
+  p.files.push_back(target->file_ptr());
+  p.n_ctx_train = target->hparams().n_ctx_train;
   if (target->file().find("tokenizer.ggml.tokens")) {
     p.tok = std::make_shared<Tokenizer>(target->file());
     p.text = std::make_unique<TokenizerStreams>(p.tok);
@@ -120,16 +157,18 @@ Engine::Engine(const std::string& target_path, const EngineOptions& options) : p
     case DrafterKind::ngram: p.drafter = std::make_unique<NgramDrafter>(opt.ngram_min, opt.ngram_max); break;
     case DrafterKind::self: {
       std::vector<int> skip = opt.skip_layers.empty() ? default_skip_layers(target->n_layer()) : opt.skip_layers;
-      p.drafter = context_drafter(target, pool, std::move(skip), "self", opt);
+      p.drafter = context_drafter(target, *target, pool, std::move(skip), "self", opt);
       break;
     }
     case DrafterKind::model:
     case DrafterKind::hybrid: {
       LoadOptions load;
       load.requantize = opt.draft_quant;
+      load.mmap = opt.mmap;
       std::shared_ptr<const Model> draft = Model::load(opt.draft_path, load);
+      p.files.push_back(draft->file_ptr());
       speculative::check_compatible(target->file(), draft->file());
-      auto md = context_drafter(draft, pool, opt.draft_skip, "draft", opt);
+      auto md = context_drafter(draft, *target, pool, opt.draft_skip, "draft", opt);
       if (opt.drafter == DrafterKind::model) {
         p.drafter = std::move(md);
       } else {
@@ -155,6 +194,7 @@ Engine::~Engine() = default;
 
 void Engine::start(const std::vector<int32_t>& prompt, const GenerateOptions& opt) {
   std::lock_guard<std::mutex> lock(parts_->mu);
+  for (const auto& f : parts_->files) f->check_unchanged();
   parts_->gen->start(prompt, opt, parts_->choice->pick(opt.drafter));
 }
 
@@ -186,6 +226,7 @@ const Stats& Engine::stats() const { return parts_->gen->stats(); }
 const char* Engine::drafter() const { return parts_->drafter ? parts_->drafter->name() : "none"; }
 int Engine::n_vocab() const { return parts_->target->n_vocab(); }
 int Engine::n_ctx() const { return parts_->target->n_ctx(); }
+int Engine::n_ctx_train() const { return parts_->n_ctx_train; }
 bool Engine::has_tokenizer() const { return parts_->tok != nullptr; }
 
 const Tokenizer& Engine::tokenizer() const {

@@ -21,14 +21,17 @@ Generator::Generator(LogitSource& target, Drafter* drafter, const TokenStreamSou
       draft_max_(cfg_.draft_length.draft_max) {
   if (!(cfg_.p_min >= 0.0f && cfg_.p_min <= 1.0f)) throw ArgError("p_min must be in [0, 1]");
   if (cfg_.prefill_chunk < 1) throw ArgError("prefill_chunk must be >= 1");
-  length_ = lane(drafter, false, drafter ? drafter->n_sources() : 1);
+  length_ = lane(drafter, false, drafter);
   stats_.drafter = drafter_ ? drafter_->name() : "none";
 }
 
-DraftLength* Generator::lane(const Drafter* base, bool prediction, int n_sources) {
+DraftLength* Generator::lane(const Drafter* base, bool prediction, const Drafter* active) {
   for (Lane& l : lanes_)
     if (l.base == base && l.prediction == prediction) return l.length.get();
-  lanes_.push_back({base, prediction, std::make_unique<DraftLength>(n_sources, cfg_.draft_length)});
+  const int n_sources = active ? active->n_sources() : 1;
+  auto length = std::make_unique<DraftLength>(n_sources, cfg_.draft_length);
+  for (int i = 0; active && i < n_sources; i++) length->set_cost_hint(i, active->cost_hint(i), active->max_catch_up(i));
+  lanes_.push_back({base, prediction, std::move(length)});
   return lanes_.back().length.get();
 }
 
@@ -73,7 +76,7 @@ void Generator::start(const std::vector<int32_t>& prompt, const GenerateOptions&
     prediction_ = std::make_unique<PredictionDrafter>(opt.prediction, drafter, prompt.size());
     drafter_ = prediction_.get();
   }
-  length_ = lane(drafter, prediction_ != nullptr, drafter_ ? drafter_->n_sources() : 1);
+  length_ = lane(drafter, prediction_ != nullptr, drafter_);
   stream_ = text_src_ ? text_src_->open(prompt) : nullptr;
   rng_.reseed(opt.sampling.seed);
   length_->new_sequence();
@@ -150,7 +153,7 @@ void Generator::speculate_step(std::vector<Chunk>* out) {
     } else {
       length_->record_draft(source, n, dt / std::max(1, n));
     }
-    if (draft_.catch_up_seconds >= 0) length_->record_catch_up(source, draft_.catch_up_seconds);
+    if (draft_.catch_up_seconds >= 0) length_->record_catch_up(source, draft_.catch_up_seconds, draft_.catch_up_tokens);
   }
   const int n_draft = (int)draft_.tokens.size();
 

@@ -75,7 +75,7 @@ class Generator {
   void finish(FinishReason r, std::vector<Chunk>* out);
   bool is_stop_id(int32_t t) const;
   // The draft-length controller for drafting with base (and a prediction over it).
-  DraftLength* lane(const Drafter* base, bool prediction, int n_sources);
+  DraftLength* lane(const Drafter* base, bool prediction, const Drafter* active);
 
   struct Lane {
     const Drafter* base;

@@ -29,12 +29,14 @@ struct Draft {
   double first_seconds = -1.0;
   double step_seconds = -1.0;
   double catch_up_seconds = -1.0;  // a catch-up on many tokens (after plain steps), not in first_seconds
+  int catch_up_tokens = 0;         // ... the tokens it evaluated beyond a usual first token's
 
   void clear() {
     tokens.clear();
     q.clear();
     source = 0;
     first_seconds = step_seconds = catch_up_seconds = -1.0;
+    catch_up_tokens = 0;
   }
 };
 

@@ -18,7 +18,7 @@ void iq4xs_rows8_tile(const Matrix& w, int64_t r0, int64_t r1, const ActQ8_K* x,
   const int64_t nb = w.cols / 256;
   const __m256i lut = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i*)quant::kvalues_iq4nl));
   const __m256i m4 = _mm256_set1_epi8(15), low16 = _mm256_set1_epi32(0xFFFF);
-  const size_t ahead = R <= 2 ? 2048 : 4096;
+  constexpr size_t ahead = rows8_prefetch_ahead<R>();
   for (int64_t r = r0; r < r1; r += 8) {
     const uint8_t* group = w.data + (size_t)(r / 8) * (size_t)nb * kIQ4XSRows8Block;
     __m256 acc[R];

@@ -87,7 +87,7 @@ void q32_rows8_tile(const Matrix& w, int64_t r0, int64_t r1, const ActQ8_0* x, f
                     int64_t ldy) {
   constexpr size_t kBlock = q32_rows8_block<F>();
   const int64_t nb = w.cols / 32;
-  const size_t ahead = R <= 2 ? 2048 : 4096;
+  constexpr size_t ahead = rows8_prefetch_ahead<R>();
   for (int64_t r = r0; r < r1; r += 8) {
     const uint8_t* group = w.data + (size_t)(r / 8) * (size_t)nb * kBlock;
     __m256 acc[R];

@@ -11,6 +11,7 @@
 #include "cpu/x86/avx2/q2k_q3k_rows8.h"
 #include "cpu/x86/avx2/q32_rows8.h"
 #include "cpu/x86/avx2/q4k_rows8.h"
+#include "cpu/x86/avx2/q6k_rows8.h"
 #include "cpu/x86/float_weights.h"
 #include "cpu/x86/rope.h"
 
@@ -51,8 +52,7 @@ constexpr KernelTable avx2_table(Isa isa) {
   set_rows8(t, Type::Q3_K, k23_rows8_gemm<true, 4>, ActFormat::q8_K);
   set_rows8(t, Type::Q4_K, q4k_rows8_gemm<false, 4>, ActFormat::q8_K);
   set_rows8(t, Type::Q5_K, q4k_rows8_gemm<true, 4>, ActFormat::q8_K);
-  // Q6_K stays in the GGUF layout here: a rows8 Q6_K kernel streamed from memory at a third of
-  // the GGUF kernel's rate at one activation row (docs/benchmarks.md).
+  set_rows8(t, Type::Q6_K, q6k_rows8_gemm<false, 4>, ActFormat::q8_K);
   set_rows8(t, Type::IQ4_XS, iq4xs_rows8_gemm<4>, ActFormat::q8_K);
   set_quantize(t, ActFormat::q8_0, x86_quantize_q8_0);
   set_quantize(t, ActFormat::q8_K, x86_quantize_q8_K);

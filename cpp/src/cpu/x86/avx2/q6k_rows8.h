@@ -1,0 +1,120 @@
+// Q6_K weights in the rows8 layout (cpu/repack.cpp) against Q8_K activations, AVX2.
+//
+// Per block (256 weights) and activation row: the unsigned 6-bit values e against the
+// activations, two k-groups' vpmaddubsw products summed in int16 (at most 8 products of 63 * 127
+// per lane: no overflow), then one vpmaddwd by the group's scale; the -32 as
+// -32 * sum_g sc_g * bsum_g by vpmaddwd. acc += d * xd * (S - 32 O), one FMA per block.
+#pragma once
+#include "cpu/x86/avx2/rows8_common.h"
+
+namespace qd::cpu {
+namespace {
+
+constexpr size_t kQ6KRows8Block = 1696;  // cpu/repack.cpp
+
+// The 6-bit values of vector (t, g), low (High = false: elements 64t + 4g + i) or high part
+// (elements 64t + 32 + 4g + i): nibble from the lo plane, two bits from field 2 (t & 1) + High of
+// the hi plane, moved to bits 4..5.
+template <int T, bool High>
+inline __m256i q6k_rows8_values(const uint8_t* blk, int g) {
+  constexpr int t = T;
+  const __m256i m4 = _mm256_set1_epi8(15), m30 = _mm256_set1_epi8(0x30);
+  const __m256i lo = _mm256_loadu_si256((const __m256i*)(blk + 144 + 32 * (8 * t + g)));
+  const __m256i hi = _mm256_loadu_si256((const __m256i*)(blk + 1168 + 32 * (8 * (t / 2) + g)));
+  const __m256i nib = High ? _mm256_and_si256(_mm256_srli_epi16(lo, 4), m4) : _mm256_and_si256(lo, m4);
+  __m256i h2;
+  constexpr int field = 2 * (t & 1) + (High ? 1 : 0);
+  if constexpr (field == 0) {
+    h2 = _mm256_slli_epi16(hi, 4);
+  } else if constexpr (field == 1) {
+    h2 = _mm256_slli_epi16(hi, 2);
+  } else if constexpr (field == 2) {
+    h2 = hi;
+  } else {
+    h2 = _mm256_srli_epi16(hi, 2);
+  }
+  return _mm256_or_si256(nib, _mm256_and_si256(h2, m30));
+}
+
+// Group 4t + 2 High + p (16 weights: k-groups 4p .. 4p + 3 of the part) into isum[j].
+template <int R, int T, bool High>
+inline void q6k_rows8_group(const uint8_t* blk, int p, const int8_t* const* xq, __m256i sc, __m256i* isum) {
+  for (int half = 0; half < 2; half++) {
+    __m256i s16[R];
+    for (int j = 0; j < R; j++) s16[j] = _mm256_setzero_si256();
+    for (int gg = 0; gg < 2; gg++) {
+      const int g = 4 * p + 2 * half + gg;
+      const __m256i v = q6k_rows8_values<T, High>(blk, g);
+      for (int j = 0; j < R; j++) s16[j] = _mm256_add_epi16(s16[j], _mm256_maddubs_epi16(v, rows8_bcast(xq[j] + 4 * g)));
+    }
+    for (int j = 0; j < R; j++) isum[j] = _mm256_add_epi32(isum[j], _mm256_madd_epi16(s16[j], sc));
+  }
+}
+
+// Chunk T (elements 64T .. 64T + 63: groups 4T .. 4T + 3) of block b into isum[j].
+template <int R, int T>
+inline void q6k_rows8_chunk(const uint8_t* blk, const ActQ8_K* x, int64_t b, __m256i* isum) {
+  // (sc, sc) from lane pair (sc[2u], sc[2u + 1]): the low or the high int16 duplicated
+  const __m256i dup_lo = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13,  //
+                                          0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13);
+  const __m256i dup_hi = _mm256_setr_epi8(2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15,  //
+                                          2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15);
+  const int8_t* xq[R];
+  for (int part = 0; part < 2; part++) {  // scales pair u = 2T + part: groups 4T + 2 part + p
+    const __m256i pair = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i*)(blk + 16 + 16 * (2 * T + part))));
+    for (int j = 0; j < R; j++) xq[j] = x[j].qs + 256 * b + 64 * T + 32 * part;
+    for (int p = 0; p < 2; p++) {
+      const __m256i sc = _mm256_shuffle_epi8(pair, p ? dup_hi : dup_lo);
+      if (part) {
+        q6k_rows8_group<R, T, true>(blk, p, xq, sc, isum);
+      } else {
+        q6k_rows8_group<R, T, false>(blk, p, xq, sc, isum);
+      }
+    }
+  }
+}
+
+template <bool Unused, int R>
+void q6k_rows8_tile(const Matrix& w, int64_t r0, int64_t r1, const ActQ8_K* x, float* y,
+                    int64_t ldy) {
+  const int64_t nb = w.cols / 256;
+  constexpr size_t ahead = rows8_prefetch_ahead<R>();
+  for (int64_t r = r0; r < r1; r += 8) {
+    const uint8_t* group = w.data + (size_t)(r / 8) * (size_t)nb * kQ6KRows8Block;
+    __m256 acc[R];
+    for (int j = 0; j < R; j++) acc[j] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+      const uint8_t* blk = group + (size_t)b * kQ6KRows8Block;
+      rows8_prefetch(blk, kQ6KRows8Block, ahead);
+      __m256i isum[R];
+      for (int j = 0; j < R; j++) isum[j] = _mm256_setzero_si256();
+      q6k_rows8_chunk<R, 0>(blk, x, b, isum);
+      q6k_rows8_chunk<R, 1>(blk, x, b, isum);
+      q6k_rows8_chunk<R, 2>(blk, x, b, isum);
+      q6k_rows8_chunk<R, 3>(blk, x, b, isum);
+      const __m256 d = rows8_f16(blk);
+      for (int j = 0; j < R; j++) {
+        __m256i osum = _mm256_setzero_si256();
+        const int16_t* bs = x[j].bsums + 16 * b;
+        for (int u = 0; u < 8; u++) {
+          const __m256i pair = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i*)(blk + 16 + 16 * u)));
+          osum = _mm256_add_epi32(osum, _mm256_madd_epi16(pair, rows8_bcast((const int8_t*)(bs + 2 * u))));
+        }
+        const __m256i total = _mm256_sub_epi32(isum[j], _mm256_slli_epi32(osum, 5));
+        acc[j] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(x[j].d[b])), _mm256_cvtepi32_ps(total), acc[j]);
+      }
+    }
+    for (int j = 0; j < R; j++) rows8_store(y + j * ldy, r, r1, acc[j]);
+  }
+}
+
+template <bool Unused, int kMax>
+void q6k_rows8_gemm(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t stride, int64_t n, float* y,
+                    int64_t ldy) {
+  rows8_run<kMax, ActQ8_K>(w, r0, r1, act, stride, n, act_q8_K, [&](auto rc, int64_t r, int64_t r_end, const ActQ8_K* x, int64_t i0) {
+    q6k_rows8_tile<Unused, decltype(rc)::value>(w, r, r_end, x, y + i0 * ldy, ldy);
+  });
+}
+
+}  // namespace
+}  // namespace qd::cpu
