@@ -103,7 +103,7 @@ def test_per_call_drafter_and_draft_max(tables):
         eng.generate(PROMPT, max_tokens=4, drafter="magic")
     with pytest.raises(ValueError, match="draft_max"):
         eng.generate(PROMPT, max_tokens=4, draft_max=5)
-    with pytest.raises(ValueError, match="prediction token id"):
+    with pytest.raises(ValueError, match="prediction"):
         eng.generate(PROMPT, max_tokens=4, prediction=[V])
     # A plain engine drafts by n-gram on request, but has no model to draft with.
     plain = table_engine(target)

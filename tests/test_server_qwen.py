@@ -54,15 +54,18 @@ def test_prediction_of_an_edit_gives_the_same_text(server):
     client = server.client()
     kw = dict(model=MODEL, messages=EDIT, max_tokens=96, temperature=0)
     plain = client.chat.completions.create(**kw)
-    pred = client.chat.completions.create(prediction={"type": "content", "content": "```python\n" + CODE + "```"},
-                                          **kw)
-    assert pred.choices[0].message.content == plain.choices[0].message.content
-    assert "def rect_perimeter(" in plain.choices[0].message.content  # the edit was made
+    text = plain.choices[0].message.content
+    assert "rect_perimeter" in text  # the edit was made
+    # The file as it was (what an editor sends), and the answer with the edit undone: the model's
+    # own text but for the edited name, whatever else it chose to write.
+    for prediction in ("```python\n" + CODE + "```", text.replace("rect_perimeter", "perimeter")):
+        pred = client.chat.completions.create(prediction={"type": "content", "content": prediction}, **kw)
+        assert pred.choices[0].message.content == text
     d = pred.usage.completion_tokens_details
-    assert d.accepted_prediction_tokens > 20
-    # Most tokens come out in multi-token steps: the prediction is accepted between the edits.
-    assert pred.model_extra["speculative"]["steps"] * 2 <= pred.usage.completion_tokens
-    assert pred.model_extra["speculative"]["sources"]["prediction"]["drafted"] == (
-        d.accepted_prediction_tokens + d.rejected_prediction_tokens)
-    # With the draft model as the fallback where the prediction does not match.
-    assert "draft" in pred.model_extra["speculative"]["sources"]
+    spec = pred.model_extra["speculative"]
+    assert d.accepted_prediction_tokens >= pred.usage.completion_tokens // 2
+    assert spec["sources"]["prediction"]["drafted"] == d.accepted_prediction_tokens + d.rejected_prediction_tokens
+    # Most tokens come out in multi-token steps: the prediction is accepted around the edit.
+    assert spec["steps"] * 2 <= pred.usage.completion_tokens
+    # The draft model is the fallback where the prediction does not match.
+    assert "draft" in spec["sources"]

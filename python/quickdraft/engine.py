@@ -335,8 +335,8 @@ class Engine:
         opt.ignore_eos = bool(ignore_eos)
         opt.reproducible = reproducible
         if prediction is not None:
-            opt.prediction = (core.tokenize(prediction, False, False) if isinstance(prediction, str)
-                              else [int(t) for t in prediction])
+            opt.prediction = (core.tokenize(_checks.text("prediction", prediction), False, False)
+                              if isinstance(prediction, str) else _checks.token_ids(prediction, core.n_vocab, "prediction"))
         if drafter is not None:
             opt.drafter = str(drafter)
         if draft_max is not None:

@@ -143,8 +143,9 @@ class Worker:
             prompt = _prompt_text(engine, req)
             stream = (engine.stream_chat(req.messages, **req.options) if req.kind == "chat"
                       else engine.stream(prompt, **req.options))
-        except ValueError as e:  # bad arguments: a prompt too long, a template that refuses the messages
-            job.push("error", APIError(400, str(e), "messages" if req.kind == "chat" else "prompt"))
+        except (ValueError, TypeError) as e:  # bad input: a prompt too long, a template that refuses the messages
+            param = "prediction" if "prediction" in str(e) else "messages" if req.kind == "chat" else "prompt"
+            job.push("error", APIError(400, str(e), param))
             return
         except Exception as e:  # never the server's end: the next request is served
             job.push("error", APIError(500, f"generation failed to start: {e}", None, "internal_error"))
