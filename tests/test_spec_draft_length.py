@@ -365,8 +365,8 @@ def test_probes_after_a_refused_one_cost_no_more_than_their_budget():
 @pytest.mark.parametrize("name,points", [("slow", SLOW), ("flat", FLAT)])
 def test_a_short_generation_is_never_dearer_than_plain(name, points, accept, share):
     """The first 128 tokens from a cold start, with the drafter's cost hint (its weight bytes
-    over the target's) and its catch-up after plain steps: at most 4 % dearer per token than
-    plain decoding whatever the acceptance, a draft costing 0.7 of a target step (the target
+    over the target's) and its catch-up after plain steps: at most the probe budget (5 %) dearer
+    per token than plain decoding whatever the acceptance, a draft costing 0.7 of a target step (the target
     itself with a third of its layers skipped) included. The first steps are plain until one is
     timed, and the expensive drafter starts idle instead of drafting to find its cost."""
     c_v, c_d = curve(points), share * C1
@@ -374,7 +374,7 @@ def test_a_short_generation_is_never_dearer_than_plain(name, points, accept, sha
     ctl.set_cost_hint(0, share, 64)
     ks, per_token = drive_catching_up(ctl, c_d, c_v, lambda s: accept, 128)
     assert ks[:2] == [0, 0]
-    assert per_token <= 1.04 * c_v(1), (per_token / c_v(1), "".join(map(str, ks)))
+    assert per_token <= 1.05 * c_v(1), (per_token / c_v(1), "".join(map(str, ks)))
     if share == 0.7 and max(true_rate(accept, k, c_d, c_v) for k in range(1, 9)) < true_rate(accept, 0, c_d, c_v):
         assert sum(1 for k in ks if k) <= 3, "".join(map(str, ks))
 

@@ -136,11 +136,13 @@ int DraftLength::next(int source) {
     s.idle_steps = 0;
     // Now and then a neighbouring length whose expected rate is close: row counts never used
     // keep their first (or prior) cost, and an unlucky one would otherwise never be revisited.
+    // That includes a plain step below k = 1: every choice is against c_v(1), which drafting
+    // steps never time (only rescale), so one early timing would otherwise hold it for good.
     if (++s.steps_since_explore >= opt_.explore_every) {
       s.steps_since_explore = 0;
       s.explore_up = !s.explore_up;
       const int alt = s.explore_up ? best + 1 : best - 1;
-      if (alt >= 1 && alt <= kmax && rate_at(source, alt, a) >= 0.9 * best_rate) return alt;
+      if (alt >= 0 && alt <= kmax && rate_at(source, alt, a) >= 0.9 * best_rate) return alt;
     }
     return best;
   }
