@@ -74,7 +74,7 @@ inline void q6k_rows8_chunk(const uint8_t* blk, const ActQ8_K* x, int64_t b, __m
   }
 }
 
-template <bool Unused, int R>
+template <int R>
 void q6k_rows8_tile(const Matrix& w, int64_t r0, int64_t r1, const ActQ8_K* x, float* y,
                     int64_t ldy) {
   const int64_t nb = w.cols / 256;
@@ -108,11 +108,11 @@ void q6k_rows8_tile(const Matrix& w, int64_t r0, int64_t r1, const ActQ8_K* x, f
   }
 }
 
-template <bool Unused, int kMax>
+template <int kMax>
 void q6k_rows8_gemm(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t stride, int64_t n, float* y,
                     int64_t ldy) {
   rows8_run<kMax, ActQ8_K>(w, r0, r1, act, stride, n, act_q8_K, [&](auto rc, int64_t r, int64_t r_end, const ActQ8_K* x, int64_t i0) {
-    q6k_rows8_tile<Unused, decltype(rc)::value>(w, r, r_end, x, y + i0 * ldy, ldy);
+    q6k_rows8_tile<decltype(rc)::value>(w, r, r_end, x, y + i0 * ldy, ldy);
   });
 }
 

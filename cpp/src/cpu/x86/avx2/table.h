@@ -52,7 +52,7 @@ constexpr KernelTable avx2_table(Isa isa) {
   set_rows8(t, Type::Q3_K, k23_rows8_gemm<true, 4>, ActFormat::q8_K);
   set_rows8(t, Type::Q4_K, q4k_rows8_gemm<false, 4>, ActFormat::q8_K);
   set_rows8(t, Type::Q5_K, q4k_rows8_gemm<true, 4>, ActFormat::q8_K);
-  set_rows8(t, Type::Q6_K, q6k_rows8_gemm<false, 4>, ActFormat::q8_K);
+  set_rows8(t, Type::Q6_K, q6k_rows8_gemm<4>, ActFormat::q8_K);
   set_rows8(t, Type::IQ4_XS, iq4xs_rows8_gemm<4>, ActFormat::q8_K);
   set_quantize(t, ActFormat::q8_0, x86_quantize_q8_0);
   set_quantize(t, ActFormat::q8_K, x86_quantize_q8_K);
