@@ -22,6 +22,8 @@ match in full is reported, each first divergence asserted to be a near-tie.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -30,13 +32,14 @@ from conftest import load_reference
 
 REAL_MODELS = ["smollm2-135m", "gemma3-270m", "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"]
 
-# avx512 (the reference's ISA, llama.cpp's orders): measured 100 % and mean |dlogp| <= 0.0013.
-# Other kernels: 94.8-97.0 % (SmolLM2), 95.6-98.1 % (Gemma 3), 96.2-98.1 % (Qwen 0.5B), 95.0-98.7 %
+# avx512 on the GGUF layout (QD_WEIGHT_LAYOUT=gguf: the reference's ISA, llama.cpp's orders; .ci/run
+# reruns this file so): measured 100 % and mean |dlogp| <= 0.0013. Other kernels, avx512's repacked
+# rows8 ones included: 94.8-97.0 % (SmolLM2), 95.6-98.1 % (Gemma 3), 96.2-98.1 % (Qwen 0.5B), 95.0-98.7 %
 # (Qwen 1.5B); every disagreement in llama.cpp's own top-5, within 0.35-0.51 nats of its top-1.
-EXACT_ISA = "avx512"
-MIN_TOP1_AGREEMENT = 0.99 if quickdraft._core.current_isa() == EXACT_ISA else 0.93
+EXACT = quickdraft._core.current_isa() == "avx512" and os.environ.get("QD_WEIGHT_LAYOUT") == "gguf"
+MIN_TOP1_AGREEMENT = 0.99 if EXACT else 0.93
 NEAR_TIE = 1.25  # nats between llama.cpp's top-1 and the token quickdraft ranks first
-MAX_MEAN_ABS_DLOGP = 0.01 if quickdraft._core.current_isa() == EXACT_ISA else 0.1  # 0.0013 / 0.022-0.060
+MAX_MEAN_ABS_DLOGP = 0.01 if EXACT else 0.1  # 0.0013 / 0.022-0.060
 
 
 def log_softmax(x: np.ndarray) -> np.ndarray:

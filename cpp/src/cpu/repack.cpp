@@ -459,8 +459,16 @@ size_t rows8_bytes(const Matrix& w) {
   return (size_t)(w.rows / 8) * (size_t)(w.cols / t->block_size) * group_block_bytes(w.type);
 }
 
+bool weight_layout_kept() {
+  static const bool kept = [] {
+    const char* v = std::getenv("QD_WEIGHT_LAYOUT");
+    return v && std::string(v) == "gguf";
+  }();
+  return kept;
+}
+
 bool rows8_wanted(const Matrix& w, Isa isa) {
-  return w.layout == Layout::gguf && w.rows % 8 == 0 && rows8_supported(w.type) && w.type < kMaxTypeId &&
+  return !weight_layout_kept() && w.layout == Layout::gguf && w.rows % 8 == 0 && rows8_supported(w.type) && w.type < kMaxTypeId &&
          kernel_table(isa).rows8[w.type].fn != nullptr;
 }
 
