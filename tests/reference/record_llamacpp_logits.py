@@ -58,11 +58,13 @@ def _base(arch: str) -> dict:
         # recording's (N_CTX: the long factors), a sliding window llama.cpp ignores for phi3.
         spec.update(n_embd=128, n_rot=24, longrope=True, rope_orig_ctx=128, rope_attn_factor=1.19,
                     sliding_window=8)
+    if arch == "qwen35":  # 3 Gated DeltaNet layers and 1 gated attention layer; 4 v heads over 2 k heads
+        spec.update(n_layer=4, head_dim=32, n_rot=8)
     return spec
 
 
 CASES: dict[str, dict] = {}
-for _arch in ("qwen3", "smollm3", "phi3", "qwen3moe"):
+for _arch in ("qwen3", "smollm3", "phi3", "qwen3moe", "qwen35"):
     for _w in WTYPES:
         CASES[f"{_arch}-{_w.lower()}"] = dict(_base(_arch), wtype=_w)
 
@@ -80,6 +82,16 @@ for _arch, _w, _name, _extra in [
     ("phi3", "Q8_0", "short", dict(rope_orig_ctx=512, n_ctx_train=1024)),  # LongRoPE's short factors
 ]:
     CASES[f"{_arch}-{_name}-{_w.lower()}"] = dict(_base(_arch), wtype=_w, **_extra)
+
+# Qwen3.5 variants: an MTP block in the file (the trunk's logits must not change), layer kinds
+# from attention.recurrent_layers with M-RoPE sections that leave a pair unrotated, equal k and v
+# heads (Qwen3.5-0.8B's 16 / 16).
+for _w, _name, _extra in [
+    ("Q8_0", "mtp", dict(n_mtp=1)),
+    ("F32", "sections", dict(n_layer=5, recurrent_layers=[True, False, True, True, False], rope_sections=[1, 1, 1, 1])),
+    ("Q4_0", "heads", dict(ssm_n_k_heads=4, ssm_d_state=32, n_mtp=1, mtp_head_norm=False)),
+]:
+    CASES[f"qwen35-{_name}-{_w.lower()}"] = dict(_base("qwen35"), wtype=_w, **_extra)
 
 
 def case_ids(spec: TinySpec) -> np.ndarray:
