@@ -108,6 +108,7 @@ class Context {
   Context& operator=(const Context&) = delete;
 
   const Model& model() const { return *model_; }
+  std::shared_ptr<const Model> model_ptr() const { return model_; }
   int n_ctx() const { return n_ctx_; }
   int n_past() const { return n_past_; }
   int n_threads() const;
