@@ -123,6 +123,9 @@ std::unique_ptr<ModelDrafter> context_drafter(std::shared_ptr<const Model> m, co
   const double full = decode_weight_bytes(target, {}, 0);
   const double hint = full > 0 ? decode_weight_bytes(*m, skip, head) / full : -1.0;
   auto ctx = std::make_unique<Context>(std::move(m), opt.n_ctx, std::move(pool));
+  // A recurrent draft model returns over its own drafted tokens: at most draft_max of them.
+  if (ctx->rollback_window() > 0 && ctx->rollback_window() < opt.draft_max + 1)
+    ctx->set_rollback(ctx->rollback_mode(), opt.draft_max + 1);
   if (!skip.empty()) ctx->set_skip_layers(std::move(skip));
   if (head > 0) ctx->set_head_subset(head, opt.stop_ids);
   return std::make_unique<ModelDrafter>(std::make_unique<ContextSource>(std::move(ctx)), name, opt.draft_max_lag,
