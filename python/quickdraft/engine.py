@@ -133,7 +133,8 @@ class Engine:
     target: a GGUF path, a known model key, ``hf://...``, or a ``quickdraft.Model``.
     draft: None (plain decoding), "ngram" (prompt lookup), "self" (the target with layers
     skipped; a file with multi-token-prediction layers, qwen35's nextn, drafts with them instead),
-    "mtp" (those layers: the model's own MTP head drafts from its hidden states), a draft model (path / key / Model), or ("hybrid", model) for n-gram first.
+    "mtp" (those layers: the model's own MTP head drafts from its hidden states), a draft model
+    (path / key / Model), or ("hybrid", model) for n-gram first.
     draft_max: the most tokens drafted per step; the actual length adapts to measured costs
     and acceptance (``adaptive=False`` always drafts draft_max). p_min: a model drafter stops
     when its top probability falls below this (from its second token on: the first one's
