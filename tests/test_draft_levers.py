@@ -117,6 +117,7 @@ def test_draft_that_is_the_target_accepts_everything_only_unmodified(pair):
     (so the levers reach the draft), and the output is the same."""
     target, _ = pair
     kw = dict(n_ctx=128, threads=2, draft_max=4, p_min=0.0, adaptive=False, draft_head=0)
+    # draft_quant's default ("auto") leaves the target's own file as stored
     same = Engine(target, draft=target, **kw).generate(PROMPT, max_tokens=24, temperature=0.0)
     assert same.stats.accepted == same.stats.drafted > 0
     for levers in (dict(draft_quant="q4_0"), dict(draft_skip=[1])):
@@ -125,9 +126,23 @@ def test_draft_that_is_the_target_accepts_everything_only_unmodified(pair):
         assert out.stats.accepted < out.stats.drafted
 
 
+def test_draft_quant_default_is_q4_0_for_a_draft_model(pair):
+    """The pair's draft is a copy of the target in another file: as stored it accepts every token,
+    by default (draft_quant="auto") it drafts exactly as with "q4_0", so not every token."""
+    target, draft = pair
+    kw = dict(n_ctx=128, threads=2, draft_max=4, p_min=0.0, adaptive=False, draft_head=0)
+    runs = {q: Engine(target, draft=draft, **kw, **({} if q == "default" else dict(draft_quant=q))).generate(
+        PROMPT, max_tokens=24, temperature=0.0) for q in ("default", "q4_0", None, "none")}
+    counts = {q: (r.stats.drafted, r.stats.accepted) for q, r in runs.items()}
+    assert counts["default"] == counts["q4_0"] and counts["default"][1] < counts["default"][0]
+    assert counts[None] == counts["none"] and counts[None][1] == counts[None][0] > 0
+    assert len({tuple(r.tokens) for r in runs.values()}) == 1
+
+
 @pytest.mark.parametrize("draft", [None, "ngram", "self"])
 def test_levers_need_a_draft_model(pair, draft):
     target, _ = pair
+    Engine(target, draft=draft, draft_quant="auto")  # the default: requantizes a draft model only
     with pytest.raises(ValueError, match="draft_quant requantizes a draft model"):
         Engine(target, draft=draft, draft_quant="q4_0")
     with pytest.raises(ValueError, match="draft_skip names layers of a draft model"):

@@ -346,3 +346,25 @@ def test_half_conversions(isa):
     np.testing.assert_array_equal(ours, expected)
     bits = rng.integers(0, 0x7C00, 1003, dtype=np.uint16) | (rng.integers(0, 2, 1003, dtype=np.uint16) << 15)
     np.testing.assert_array_equal(K.f16_to_f32(bits, isa=isa), bits.view(np.float16).astype(np.float32))
+
+
+@pytest.mark.parametrize("isa", ISA_PARAMS)
+@pytest.mark.parametrize("n", [64, 128, 256, 72, 13])
+def test_weighted_rows_add(isa, n):
+    """Attention's weighted sum of values: each of the 16 lanes (key index mod 16) gets its rows'
+    w * v in row order. Against a float64 reference, and bit for bit however the rows are split
+    into calls (the key chunks of attention, lane0 moving on with them)."""
+    rng = np.random.default_rng(n)
+    rows, lane0 = 75, 5
+    w = rng.random(rows).astype(np.float32)
+    v = rng.standard_normal((rows, n)).astype(np.float32)
+    start = rng.standard_normal((16, n)).astype(np.float32)
+    got = _core._testing.kernels.weighted_rows_add(w, v, lane0, start, isa)
+    ref = start.astype(np.float64)
+    for r in range(rows):
+        ref[(lane0 + r) % 16] += np.float64(w[r]) * v[r]
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
+    split = start
+    for a, b in ((0, 3), (3, 40), (40, 64), (64, rows)):
+        split = _core._testing.kernels.weighted_rows_add(w[a:b], v[a:b], lane0 + a, split, isa)
+    assert np.array_equal(split, got)

@@ -34,7 +34,8 @@ def _add_model_args(p: argparse.ArgumentParser, draft_default: str | None) -> No
     p.add_argument("--n-ctx", type=int, default=4096, help="context length in tokens (default 4096)")
     p.add_argument("--draft-max", type=int, default=None, help="most tokens drafted per step")
     p.add_argument("--draft-quant", default=None, metavar="TYPE",
-                   help="requantize the draft model's wider weight matrices to TYPE at load (q4_0)")
+                   help="requantize the draft model's wider weight matrices to TYPE at load "
+                        "(default: q4_0, measured faster end to end; none: as stored)")
 
 
 def _add_sampling_args(p: argparse.ArgumentParser, temperature: float) -> None:

@@ -145,8 +145,10 @@ class Engine:
     (None: 32768 when the draft vocabulary has 65536 tokens or more, else all; 0: all). The
     output is unchanged, only the drafts: the target verifies with its full output layer.
     draft_quant: a GGML type name ("q4_0"): a draft model's weight matrices stored in a wider type
-    (Q5_0, Q8_0, Q6_K...) are requantized to it at load, a cheaper step for a little acceptance;
-    None: as stored. draft_skip: layers a draft model skips (as "self" skips skip_layers). Both
+    (Q5_0, Q8_0, Q6_K...) are requantized to it at load, a cheaper step for a little acceptance.
+    "auto" (the default): q4_0 for a draft model, which measured faster end to end on every
+    prompt on AVX2 and AVX-512 (docs/benchmarks.md, "Draft levers"), except the target's own
+    file (a model drafting for itself accepts every token); None or "none": as stored. draft_skip: layers a draft model skips (as "self" skips skip_layers). Both
     change only the drafts: the target's weights are never touched.
 
     n_ctx: tokens of KV cache (ValueError, with the bytes needed, when it cannot be allocated; a
@@ -186,7 +188,7 @@ class Engine:
         ngram_min: int = 2,
         ngram_max: int = 4,
         draft_head: Optional[int] = None,
-        draft_quant: Optional[str] = None,
+        draft_quant: Optional[str] = "auto",
         draft_skip: Optional[Sequence[int]] = None,
         mmap: bool = True,
     ):
@@ -198,11 +200,11 @@ class Engine:
         kind, opt.draft_path = _draft_kind(draft)
         opt.drafter = getattr(_core.DrafterKind, kind)
         opt.skip_layers = [_checks.int32("skip_layers[]", i) for i in skip_layers or []]
-        opt.draft_quant = "" if draft_quant is None else str(draft_quant)
+        self._target_path = _model_path(target)
+        opt.draft_quant = _draft_quant(draft_quant, kind, opt.draft_path, self._target_path)
         opt.draft_skip = [_checks.int32("draft_skip[]", i) for i in draft_skip or []]
         opt.threads = _checks.threads(threads)
         opt.mmap = bool(mmap)
-        self._target_path = _model_path(target)
         self._init(_core.Engine(self._target_path, opt))
         _checks.warn_n_ctx_train(opt.n_ctx, self._core.n_ctx_train, os.path.basename(self._target_path))
 
@@ -426,6 +428,20 @@ def _model_path(m) -> str:
     from .models import resolve
 
     return os.fspath(resolve(m))
+
+
+DEFAULT_DRAFT_QUANT = "q4_0"
+
+
+def _draft_quant(value, kind: str, draft_path: str, target_path: str) -> str:
+    """EngineOptions.draft_quant ("" = as stored) for draft_quant= and the drafter kind."""
+    if value is None or value == "none":
+        return ""
+    if value == "auto":
+        if kind not in ("model", "hybrid") or os.path.realpath(draft_path) == os.path.realpath(target_path):
+            return ""
+        return DEFAULT_DRAFT_QUANT
+    return str(value)
 
 
 def _draft_kind(draft):

@@ -1,5 +1,5 @@
 // Test and benchmark hooks for the CPU kernels: quickdraft._core._testing.kernels (matmul,
-// bench_matmul, quantize_row, f16_to_f32, f32_to_f16, table).
+// bench_matmul, quantize_row, weighted_rows_add, f16_to_f32, f32_to_f16, table).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -146,6 +146,21 @@ void register_kernel_hooks(py::module_& k) {
       },
       py::arg("type"), py::arg("isa") = py::none(),
       "Whether loading repacks weights of this type (rows a multiple of 8) for the ISA's kernels.");
+  k.def(
+      "weighted_rows_add",
+      [](FloatArray w, FloatArray v, int lane0, FloatArray partial, std::optional<std::string> isa) {
+        if (w.ndim() != 1 || v.ndim() != 2 || v.shape(0) != w.shape(0) || partial.ndim() != 2 ||
+            partial.shape(0) != qd::cpu::kAttentionLanes || partial.shape(1) != v.shape(1) || lane0 < 0) {
+          throw qd::ArgError("weighted_rows_add: w [rows], v [rows][n], partial [16][n], lane0 >= 0");
+        }
+        FloatArray out({partial.shape(0), partial.shape(1)});
+        std::copy(partial.data(), partial.data() + partial.size(), out.mutable_data());
+        qd::cpu::kernel_table(isa_or_active(isa))
+            .weighted_rows_add(w.data(), v.data(), (int)v.shape(0), (int)v.shape(1), lane0, out.mutable_data());
+        return out;
+      },
+      py::arg("w"), py::arg("v"), py::arg("lane0"), py::arg("partial"), py::arg("isa") = py::none(),
+      "partial [16][n] after adding w[r] * v[r] to lane (lane0 + r) % 16, rows in order (a copy).");
   k.def(
       "f16_to_f32",
       [](py::array_t<uint16_t, py::array::c_style | py::array::forcecast> h, std::optional<std::string> isa) {

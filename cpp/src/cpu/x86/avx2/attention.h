@@ -97,15 +97,31 @@ inline void softmax(float* x, int n, int phase) {
   for (int j = 0; j < n; j++) x[j] *= inv_sum;
 }
 
-// One row at a time into its lane's partial sums, 32 columns per step.
-inline void weighted_rows_add(const float* w, const float* v, int rows, int n, int lane0, float* partial) {
-  for (int r = 0; r < rows; r++) {
+// Lane by lane (the rows r0, r0 + 16, ... of one lane), C x 8 columns in registers per pass: each
+// row's weight is broadcast once for 8C columns, and the lane's partial sums are loaded and stored
+// once per pass, not once per row. Every lane still adds its rows in row order: the same bits as
+// one row at a time.
+template <int C>
+inline void lane_columns(const float* w, const float* v, int r0, int rows, int n, float* o) {
+  __m256 acc[C];
+  for (int t = 0; t < C; t++) acc[t] = _mm256_loadu_ps(o + 8 * t);
+  for (int r = r0; r < rows; r += kAttentionLanes) {
     const __m256 wr = _mm256_set1_ps(w[r]);
     const float* vr = v + (size_t)r * n;
-    float* o = partial + (size_t)((lane0 + r) % kAttentionLanes) * n;
+    for (int t = 0; t < C; t++) acc[t] = _mm256_fmadd_ps(wr, _mm256_loadu_ps(vr + 8 * t), acc[t]);
+  }
+  for (int t = 0; t < C; t++) _mm256_storeu_ps(o + 8 * t, acc[t]);
+}
+
+inline void weighted_rows_add(const float* w, const float* v, int rows, int n, int lane0, float* partial) {
+  for (int r0 = 0; r0 < rows && r0 < kAttentionLanes; r0++) {
+    float* o = partial + (size_t)((lane0 + r0) % kAttentionLanes) * n;
     int d = 0;
-    for (; d + 8 <= n; d += 8) _mm256_storeu_ps(o + d, _mm256_fmadd_ps(wr, _mm256_loadu_ps(vr + d), _mm256_loadu_ps(o + d)));
-    for (; d < n; d++) o[d] += w[r] * vr[d];
+    for (; d + 64 <= n; d += 64) lane_columns<8>(w, v + d, r0, rows, n, o + d);
+    for (; d + 8 <= n; d += 8) lane_columns<1>(w, v + d, r0, rows, n, o + d);
+    for (; d < n; d++) {
+      for (int r = r0; r < rows; r += kAttentionLanes) o[d] += w[r] * v[(size_t)r * n + d];
+    }
   }
 }
 
