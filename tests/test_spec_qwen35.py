@@ -114,6 +114,12 @@ def test_mtp_logits_match_the_reference(files):
     assert np.abs(got_h - want_h).max() < 1e-3
 
 
+def test_bad_draft_max_is_named(files):
+    target, _ = files
+    with pytest.raises(ValueError, match="draft_max must be in"):
+        Engine(str(target), draft="mtp", n_ctx=64, draft_max=-2)
+
+
 def test_mtp_needs_nextn_layers(files):
     _, draft = files
     with pytest.raises(quickdraft.UnsupportedError, match="nextn"):

@@ -124,7 +124,8 @@ std::unique_ptr<ModelDrafter> context_drafter(std::shared_ptr<const Model> m, co
   const double hint = full > 0 ? decode_weight_bytes(*m, skip, head) / full : -1.0;
   auto ctx = std::make_unique<Context>(std::move(m), opt.n_ctx, std::move(pool));
   // A recurrent draft model returns over its own drafted tokens: at most draft_max of them.
-  if (ctx->rollback_window() > 0 && ctx->rollback_window() < opt.draft_max + 1)
+  const bool valid_max = opt.draft_max >= 0 && opt.draft_max < 256;  // else the generator says what is wrong
+  if (ctx->rollback_window() > 0 && valid_max && ctx->rollback_window() != opt.draft_max + 1)
     ctx->set_rollback(ctx->rollback_mode(), opt.draft_max + 1);
   if (!skip.empty()) ctx->set_skip_layers(std::move(skip));
   if (head > 0) ctx->set_head_subset(head, opt.stop_ids);
@@ -149,8 +150,10 @@ Engine::Engine(const std::string& target_path, const EngineOptions& options) : p
   }
   auto tsrc = std::make_unique<ContextSource>(std::make_unique<Context>(target, opt.n_ctx, opt.threads));
   Context& tctx = tsrc->context();
-  // A recurrent target returns to any row of a verify batch: its rollback window covers one.
-  if (tctx.rollback_window() > 0 && tctx.rollback_window() < opt.draft_max + 1)
+  // A recurrent target returns to any row of a verify batch: its rollback window is one batch
+  // (the memory of snapshot mode grows with it).
+  const bool valid_max = opt.draft_max >= 0 && opt.draft_max < 256;  // else the generator says what is wrong
+  if (tctx.rollback_window() > 0 && valid_max && tctx.rollback_window() != opt.draft_max + 1)
     tctx.set_rollback(tctx.rollback_mode(), opt.draft_max + 1);
   std::shared_ptr<ThreadPool> pool = tctx.thread_pool();
   p.target = std::move(tsrc);
