@@ -65,6 +65,10 @@ INSPECT_CASES = {
     "gemma3": (dict(sliding_window=6, swa_pattern=2, logit_softcap=5.0),
                ["q/k norms", "sliding window 6, pattern 2", "logit softcap 5"]),
     "llama": (dict(rope_linear_factor=4.0), ["rope scaling linear x4"]),
+    "qwen35": (dict(n_layer=4, head_dim=32, n_rot=8, n_mtp=1),
+               ["hybrid: 3 Gated DeltaNet + 1 gated attention layers (every 4th layer attention)",
+                "Gated DeltaNet: 2 k / 4 v heads of 16, conv kernel 4", "gated attention (sigmoid output gate), q/k norms",
+                "partial rotary (8 of 32 dims)", "M-RoPE sections [2, 1, 1, 0]", "MTP: 1 nextn layer(s)"]),
 }
 
 

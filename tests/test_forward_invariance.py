@@ -22,7 +22,8 @@ def model_file(tmp_path, arch: str, wtype: str = "F32"):
     extra = {"sliding_window": 9, "swa_pattern": 2} if arch == "gemma3" else {}
     if arch == "phi3":
         extra = {"longrope": True, "rope_orig_ctx": 32}
-    spec = TinySpec(arch=arch, wtype=wtype, n_layer=3, n_head=4, n_head_kv=2, **extra)
+    n_layer = 4 if arch == "qwen35" else 3  # qwen35: three Gated DeltaNet layers and a gated attention one
+    spec = TinySpec(arch=arch, wtype=wtype, n_layer=n_layer, n_head=4, n_head_kv=2, **extra)
     return write_tiny_model(tmp_path / f"{arch}-{wtype}.gguf", spec), spec
 
 

@@ -23,6 +23,12 @@ avx512 / avx2 / scalar kernels against llama.cpp's AVX2 build):
    activation rounding differs from llama.cpp by the same 1.25e-1 there: tolerance 2e-1.
 A wrong rope pairing, norm, mask or scale moves logits by O(1) std; top-1 must agree on >= 99 %.
 
+Qwen3.5 (hybrid Gated DeltaNet): the same tolerances hold; the recurrence is float32 in both
+engines (sequential per v head; llama.cpp's fused ggml_gated_delta_net), measured 1.7e-4..4.4e-4 (F32),
+1.1e-2..1.2e-2 (F16), 0..4.9e-2 (Q8_0 / Q4_0) of the std, top-1 100 %. The MTP head is compared
+the same way (test_mtp_head_matches_llamacpp): 0 on Q8_0 at avx512, up to 8.9e-2 (Q8_0, scalar), top-1
+99.2-100 % (one near-tie flip in 128 rows).
+
 Mixture of experts: routing is discrete, so a router near-tie (the k-th and (k+1)-th expert's
 probabilities closer than the two engines' difference) would pick another expert on one side and
 move that position by O(1). The routers are F32 in these files (as converted models keep them),
@@ -39,7 +45,8 @@ import pytest
 
 import quickdraft
 from fixtures.tiny_models import write_tiny_model
-from reference.record_llamacpp_logits import CASES, N_CTX, OUT, load, spec_of, tensor_digest
+from quickdraft import _core
+from reference.record_llamacpp_logits import CASES, N_CTX, OUT, load, load_mtp, spec_of, tensor_digest
 
 TOLERANCE = {"F32": 5e-3, "F16": 5e-2, "Q8_0": 2e-1, "Q4_0": 2e-1}
 MIN_TOP1 = 0.99
@@ -70,6 +77,35 @@ def test_logits_match_llamacpp(tmp_path, case):
     tol = TOLERANCE[spec.wtype]
     assert err <= tol, f"max |ours - llama.cpp| = {err:.2e} x std(llama.cpp), tolerance {tol:.0e}" + \
         router_note(model, ids, np.abs(got - want).max(-1))
+
+
+MTP_CASES = [c for c in CASES if CASES[c].get("n_mtp")]
+
+
+@pytest.mark.parametrize("case", MTP_CASES)
+def test_mtp_head_matches_llamacpp(tmp_path, case):
+    """qwen35's MTP head against llama.cpp's (an LLAMA_CONTEXT_TYPE_MTP context): row p is token p
+    with the trunk's hidden state of p - 1 (zeros at p = 0), every row's logits compared, and the
+    trunk's hidden states (h_nextn) themselves; same tolerances as the trunk's logits."""
+    ids, _, meta = load(case)
+    want_h, want = load_mtp(case)
+    spec = spec_of(case)
+    path = write_tiny_model(tmp_path / f"{case}.gguf", spec)
+    assert tensor_digest(path) == meta["tensor_sha256"]
+    model = quickdraft.Model(path, n_ctx=N_CTX, threads=2)
+    got, got_h = [], []
+    for seq in ids:
+        model.reset()
+        _, h = model._ctx.eval_hidden(seq)
+        h_prev = np.concatenate([np.zeros((1, h.shape[1]), np.float32), h[:-1]])
+        got.append(_core.MtpHead(model._weights, N_CTX, 2).eval(seq, h_prev)[0])
+        got_h.append(h)
+    got, got_h = np.stack(got), np.stack(got_h)
+    err = float(np.abs(got - want).max() / want.std())
+    top1 = float(np.mean(got.argmax(-1) == want.argmax(-1)))
+    h_err = float(np.abs(got_h - want_h).max() / want_h.std())
+    print(f"\n{case} MTP: top-1 {top1:.1%}, max |d logit| = {err:.1e} x std; hidden {h_err:.1e} x std")
+    assert top1 >= MIN_TOP1 and err <= TOLERANCE[spec.wtype] and h_err <= TOLERANCE[spec.wtype]
 
 
 def router_note(model, ids, row_err) -> str:

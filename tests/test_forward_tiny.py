@@ -1,5 +1,6 @@
 """quickdraft's forward pass against the numpy reference transformer, on tiny random GGUF models
-of every architecture × weight type × GQA ratio × rope setting, built at test time."""
+of every architecture × weight type × GQA ratio × rope setting, built at test time (qwen35
+against its own reference, reference/numpy_qwen35.py, with the sequential delta rule)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from gguf import GGMLQuantizationType
 import quickdraft
 from quickdraft import _core
 from fixtures.tiny_models import ARCHS, TinySpec, write_tiny_model
-from reference.numpy_transformer import NumpyTransformer
+from reference.numpy_transformer import NumpyTransformer, oracle
 
 WEIGHT_TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1")
 
@@ -60,7 +61,7 @@ def check_against_oracle(tmp_path, spec: TinySpec, n_tokens: int = 20, chunks=No
     require_types(spec)
     path = write_tiny_model(tmp_path / "tiny.gguf", spec)
     ids = ids_for(spec, n_tokens)
-    ref = NumpyTransformer(path, act_quant=is_quantized(spec)).logits(ids)
+    ref = oracle(path, act_quant=is_quantized(spec)).logits(ids)
     model = quickdraft.Model(path, n_ctx=n_ctx, threads=2)
     if chunks is None:
         ours = model.eval(ids)
@@ -79,6 +80,8 @@ def arch_defaults(arch: str) -> dict:
         return {"sliding_window": 6, "swa_pattern": 2}
     if arch == "phi3":
         return {"longrope": True, "rope_orig_ctx": 128, "rope_attn_factor": 1.19}
+    if arch == "qwen35":  # layers 0-2 Gated DeltaNet, 3 gated attention; 4 v heads over 2 k heads
+        return {"n_layer": 4}
     return {}
 
 
@@ -165,3 +168,9 @@ def test_longer_than_one_micro_batch(tmp_path):
     # 300 positions span three internal micro-batches of 128.
     check_against_oracle(tmp_path, TinySpec(arch="qwen2", n_ctx_train=512), n_tokens=300, chunks=[130, 1, 169],
                          n_ctx=300)
+
+
+def test_qwen35_longer_than_one_micro_batch(tmp_path):
+    # The recurrent state and the conv1d's earlier rows carried across micro-batches of 128 and evals.
+    check_against_oracle(tmp_path, TinySpec(arch="qwen35", n_layer=4, n_ctx_train=512), n_tokens=300,
+                         chunks=[130, 1, 169], n_ctx=300)

@@ -40,7 +40,7 @@ void register_engine(py::module_& m) {
 
   py::enum_<qd::DrafterKind> kind(m, "DrafterKind");
   for (qd::DrafterKind k : {qd::DrafterKind::none, qd::DrafterKind::ngram, qd::DrafterKind::self,
-                            qd::DrafterKind::model, qd::DrafterKind::hybrid})
+                            qd::DrafterKind::model, qd::DrafterKind::hybrid, qd::DrafterKind::mtp})
     kind.value(qd::drafter_kind_name(k), k);
 
   using O = qd::EngineOptions;

@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/thread_pool.h"
 #include "model/model.h"
+#include "model/mtp_head.h"
 #include "quant/quant_types.h"
 
 namespace py = pybind11;
@@ -115,6 +117,44 @@ class BoundContext {
     std::lock_guard<std::mutex> lock(mu_);
     ctx_->truncate(n_past);
   }
+
+  // (logits [n, n_vocab], h [n, n_embd]): every row's final hidden state after the output norm,
+  // what an MTP head reads (llama.cpp's h_nextn).
+  py::tuple eval_hidden(const py::handle& ids) {
+    const py::ssize_t E = model_->hparams().n_embd;
+    std::vector<float> h;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ctx_->set_hidden_sink([&](int, int n, const float* rows) { h.insert(h.end(), rows, rows + (size_t)n * E); });
+    }
+    py::array_t<float> logits;
+    try {
+      logits = eval(ids, false);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mu_);
+      ctx_->set_hidden_sink({});
+      throw;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ctx_->set_hidden_sink({});
+    }
+    py::array_t<float> out({(py::ssize_t)h.size() / E, E});
+    std::copy(h.begin(), h.end(), out.mutable_data());
+    return py::make_tuple(logits, out);
+  }
+  void set_rollback(const std::string& mode, int window) {
+    qd::Context::Rollback m;
+    if (mode == "snapshot") {
+      m = qd::Context::Rollback::snapshot;
+    } else if (mode == "recompute") {
+      m = qd::Context::Rollback::recompute;
+    } else {
+      throw qd::ArgError("rollback mode must be 'snapshot' or 'recompute', got '" + mode + "'");
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    ctx_->set_rollback(m, window);
+  }
   void set_skip_layers(std::vector<int> layers) {
     std::lock_guard<std::mutex> lock(mu_);
     ctx_->set_skip_layers(std::move(layers));
@@ -129,6 +169,36 @@ class BoundContext {
   std::shared_ptr<const qd::Model> model_;
   std::unique_ptr<qd::Context> ctx_;
   std::mutex mu_;  // one eval at a time: the GIL is released while it runs
+};
+
+// The MTP head of a qwen35 file on its own (tests compare it with the numpy oracle).
+class BoundMtp {
+ public:
+  BoundMtp(const BoundModel& model, int n_ctx, int n_threads) {
+    py::gil_scoped_release release;
+    head_ = std::make_unique<qd::model::MtpHead>(model.m, n_ctx, std::make_shared<qd::ThreadPool>(std::max(1, n_threads)));
+  }
+  // (logits [n, n_vocab], h_out [n, n_embd]) of rows (ids[i], h[i]) at positions n_past...
+  py::tuple eval(const py::handle& ids, py::array_t<float, py::array::c_style | py::array::forcecast> h) {
+    const qd::Model& m = head_->model();
+    const std::vector<int32_t> t = to_ids(ids, m.n_vocab());
+    const py::ssize_t n = (py::ssize_t)t.size(), V = m.n_vocab(), E = m.hparams().n_embd;
+    if (h.ndim() != 2 || h.shape(0) != n || h.shape(1) != E)
+      throw qd::ArgError("MtpHead.eval: h must be [len(ids), n_embd] = [" + std::to_string(n) + ", " + std::to_string(E) + "]");
+    py::array_t<float> logits({n, V}), h_out({n, E});
+    float* lg = logits.mutable_data();
+    float* ho = h_out.mutable_data();
+    const float* hp = h.data();
+    {
+      py::gil_scoped_release release;
+      head_->eval(t.data(), hp, (int)n, lg, false, ho);
+    }
+    return py::make_tuple(logits, h_out);
+  }
+  qd::model::MtpHead& head() { return *head_; }
+
+ private:
+  std::unique_ptr<qd::model::MtpHead> head_;
 };
 
 py::dict hparams_dict(const qd::Hparams& h) {
@@ -165,6 +235,14 @@ py::dict hparams_dict(const qd::Hparams& h) {
   py::list nope;
   for (uint8_t s : h.nope_layers) nope.append(py::bool_(s != 0));
   d["nope_layers"] = nope;
+  py::list rec;
+  for (uint8_t r : h.recurrent_layers) rec.append(py::bool_(r != 0));
+  d["recurrent_layers"] = rec;
+  d["ssm_d_conv"] = h.ssm_d_conv;
+  d["ssm_d_state"] = h.ssm_d_state;
+  d["ssm_n_k_heads"] = h.ssm_n_k_heads;
+  d["ssm_n_v_heads"] = h.ssm_n_v_heads;
+  d["n_mtp"] = h.n_mtp;
   return d;
 }
 
@@ -207,9 +285,23 @@ void register_model(py::module_& m) {
            "Logits float32 [len(ids), n_vocab] (or [n_vocab] with last_only), continuing from n_past.")
       .def("trace_eval", &BoundContext::trace_eval, py::arg("ids"),
            "Debugging: (logits, [(name, layer, array)]) with every intermediate of the forward pass.")
+      .def("eval_hidden", &BoundContext::eval_hidden, py::arg("ids"),
+           "(logits [n, n_vocab], h [n, n_embd]): also every row's output-normed final hidden state.")
       .def("feed", &BoundContext::feed, py::arg("ids"), "Append ids to the KV cache without computing logits.")
       .def("truncate", &BoundContext::truncate, py::arg("n_past"), "Keep the first n_past positions.")
       .def("reset", [](BoundContext& s) { s.truncate(0); })
+      .def_property_readonly("truncate_floor", [](const BoundContext& s) { return s.ctx().truncate_floor(); },
+                             "The smallest n_past > 0 truncate() accepts (0 for a transformer: any).")
+      .def("set_rollback", &BoundContext::set_rollback, py::arg("mode"), py::arg("window"),
+           "Recurrent models: 'snapshot' or 'recompute' state rollback over `window` positions; resets.")
+      .def_property_readonly("rollback_mode",
+                             [](const BoundContext& s) {
+                               return s.ctx().rollback_mode() == qd::Context::Rollback::snapshot ? "snapshot"
+                                                                                                  : "recompute";
+                             })
+      .def_property_readonly("rollback_window", [](const BoundContext& s) { return s.ctx().rollback_window(); })
+      .def_property_readonly("recurrent_state_bytes",
+                             [](const BoundContext& s) { return s.ctx().recurrent_state_bytes(); })
       .def_property_readonly("n_past", [](const BoundContext& s) { return s.ctx().n_past(); })
       .def_property_readonly("n_ctx", [](const BoundContext& s) { return s.ctx().n_ctx(); })
       .def_property_readonly("n_threads", [](const BoundContext& s) { return s.ctx().n_threads(); })
@@ -218,4 +310,12 @@ void register_model(py::module_& m) {
       .def_property_readonly("head_subset", [](const BoundContext& s) { return s.ctx().head_subset(); })
       .def_property(
           "skip_layers", [](const BoundContext& s) { return s.ctx().skip_layers(); }, &BoundContext::set_skip_layers);
+
+  py::class_<BoundMtp>(m, "MtpHead", "A qwen35 file's multi-token-prediction head with its own KV cache.")
+      .def(py::init<const BoundModel&, int, int>(), py::arg("model"), py::arg("n_ctx"), py::arg("n_threads") = 1)
+      .def("eval", &BoundMtp::eval, py::arg("ids"), py::arg("h"),
+           "(logits [n, n_vocab], h_out [n, n_embd]) of rows (ids[i] at position n_past + i, h[i] the hidden state "
+           "of the position before).")
+      .def("truncate", [](BoundMtp& s, int n) { s.head().truncate(n); }, py::arg("n_past"))
+      .def_property_readonly("n_past", [](BoundMtp& s) { return s.head().n_past(); });
 }

@@ -17,7 +17,9 @@
 #include "sampling/logit_processor.h"
 #include "speculative/draft_length.h"
 #include "speculative/drafter_hybrid.h"
+#include "speculative/context_source.h"
 #include "speculative/drafter_model.h"
+#include "speculative/drafter_mtp.h"
 #include "speculative/drafter_ngram.h"
 #include "speculative/verifier.h"
 #include "testing/piece_streams.h"
@@ -61,6 +63,46 @@ std::unique_ptr<qd::Engine> engine_from_tables(FloatArray target, py::object dra
   std::unique_ptr<qd::TokenStreamSource> text;
   if (!pieces.is_none()) text = std::make_unique<qd::testing::PieceStreams>(pieces.cast<std::vector<std::string>>());
   return std::make_unique<qd::Engine>(table_source(target, opt.n_ctx), std::move(drafter), std::move(text), opt);
+}
+
+// Forwards to another drafter and keeps every proposal it makes.
+class RecordingDrafter : public Drafter {
+ public:
+  explicit RecordingDrafter(std::unique_ptr<Drafter> d) : d_(std::move(d)) {}
+  const char* name() const override { return d_->name(); }
+  int n_sources() const override { return d_->n_sources(); }
+  const char* source_name(int s) const override { return d_->source_name(s); }
+  int next_source(const std::vector<int32_t>& h) override { return d_->next_source(h); }
+  double cost_hint(int s) const override { return d_->cost_hint(s); }
+  int max_catch_up(int s) const override { return d_->max_catch_up(s); }
+  bool draft_in_full() const override { return d_->draft_in_full(); }
+  void propose(const std::vector<int32_t>& history, const DraftRequest& req, Draft* out) override {
+    d_->propose(history, req, out);
+    log.push_back(out->tokens);
+  }
+  bool prefill(const std::vector<int32_t>& history, int max_tokens) override { return d_->prefill(history, max_tokens); }
+  std::vector<std::vector<int32_t>> log;
+
+ private:
+  std::unique_ptr<Drafter> d_;
+};
+
+// The MTP drafter's proposals, step by step, in a greedy generation with options opt.
+std::vector<std::vector<int32_t>> mtp_proposals(const std::string& path, const std::vector<int32_t>& prompt,
+                                                const qd::EngineOptions& opt, int max_tokens) {
+  py::gil_scoped_release release;
+  auto model = qd::Model::load(path);
+  auto target = std::make_unique<ContextSource>(std::make_unique<qd::Context>(model, opt.n_ctx, opt.threads));
+  auto rec = std::make_unique<RecordingDrafter>(make_mtp_drafter(target->context(), target->context().thread_pool(), 0.0));
+  RecordingDrafter* log = rec.get();
+  qd::Engine e(std::move(target), std::move(rec), nullptr, opt);
+  qd::GenerateOptions g;
+  g.max_tokens = max_tokens;
+  g.sampling.temperature = 0.0f;
+  e.start(prompt, g);
+  while (e.step(nullptr)) {
+  }
+  return log->log;
 }
 
 // n generations from the same prompt with seeds seed0, seed0 + 1, ...; returns
@@ -154,6 +196,8 @@ void register_testing(py::module_& m) {
 
   t.def("engine_from_tables", &engine_from_tables, py::arg("target"), py::arg("draft"), py::arg("pieces"),
         py::arg("options"), "An Engine over [V][V][V] table models.");
+  t.def("mtp_proposals", &mtp_proposals, py::arg("path"), py::arg("prompt"), py::arg("options"), py::arg("max_tokens"),
+        "The MTP drafter's proposal at each step of a greedy generation.");
   t.def("sample_many", &sample_many, py::arg("engine"), py::arg("prompt"), py::arg("options"), py::arg("n"),
         py::arg("seed0"), "n generations with seeds seed0, seed0 + 1, ...: [n][max_tokens] ids, -1 after the end.");
   t.def("verify_trials", &verify_trials, py::arg("p_logits"), py::arg("q_logits"), py::arg("params"), py::arg("n"),

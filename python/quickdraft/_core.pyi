@@ -10,7 +10,7 @@ import typing
 import typing_extensions
 
 
-__all__: list[str] = ['Context', 'DrafterKind', 'Engine', 'EngineOptions', 'GGUFError', 'GGUFFile', 'GenerateOptions', 'IncompatibleModelsError', 'LoadedModel', 'QuickdraftError', 'SUPPORTED_ARCHS', 'SamplerParams', 'Stats', 'StreamDecoder', 'Tokenizer', 'UnsupportedError', 'check_compatible', 'cpu_features', 'current_isa', 'default_skip_layers', 'dequantize', 'isa_available', 'quantize', 'type_info']
+__all__: list[str] = ['Context', 'DrafterKind', 'MtpHead', 'Engine', 'EngineOptions', 'GGUFError', 'GGUFFile', 'GenerateOptions', 'IncompatibleModelsError', 'LoadedModel', 'QuickdraftError', 'SUPPORTED_ARCHS', 'SamplerParams', 'Stats', 'StreamDecoder', 'Tokenizer', 'UnsupportedError', 'check_compatible', 'cpu_features', 'current_isa', 'default_skip_layers', 'dequantize', 'isa_available', 'quantize', 'type_info']
 class QuickdraftError(RuntimeError):
     pass
 class GGUFError(ValueError):
@@ -134,6 +134,7 @@ class DrafterKind:
     self: typing.ClassVar[DrafterKind]
     model: typing.ClassVar[DrafterKind]
     hybrid: typing.ClassVar[DrafterKind]
+    mtp: typing.ClassVar[DrafterKind]
     __members__: typing.ClassVar[dict[str, DrafterKind]]
     @property
     def name(self) -> str:
@@ -308,6 +309,28 @@ class Context:
         """
         Keep the first n_past positions.
         """
+    def eval_hidden(self, ids: typing.Any) -> tuple[numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32]]:
+        """
+        (logits [n, n_vocab], h [n, n_embd]): also every row's output-normed final hidden state.
+        """
+    def set_rollback(self, mode: str, window: typing.SupportsInt | typing.SupportsIndex) -> None:
+        """
+        Recurrent models: 'snapshot' or 'recompute' state rollback over `window` positions; resets.
+        """
+    @property
+    def truncate_floor(self) -> int:
+        """
+        The smallest n_past > 0 truncate() accepts (0 for a transformer: any).
+        """
+    @property
+    def rollback_mode(self) -> str:
+        ...
+    @property
+    def rollback_window(self) -> int:
+        ...
+    @property
+    def recurrent_state_bytes(self) -> int:
+        ...
     @property
     def n_ctx(self) -> int:
         ...
@@ -322,6 +345,21 @@ class Context:
         ...
     @skip_layers.setter
     def skip_layers(self, arg1: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> None:
+        ...
+class MtpHead:
+    """
+    A qwen35 file's multi-token-prediction head with its own KV cache.
+    """
+    def __init__(self, model: LoadedModel, n_ctx: typing.SupportsInt | typing.SupportsIndex, n_threads: typing.SupportsInt | typing.SupportsIndex = 1) -> None:
+        ...
+    def eval(self, ids: typing.Any, h: numpy.typing.ArrayLike) -> tuple[numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32]]:
+        """
+        (logits [n, n_vocab], h_out [n, n_embd]) of rows (ids[i] at position n_past + i, h[i] the hidden state of the position before).
+        """
+    def truncate(self, n_past: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def n_past(self) -> int:
         ...
 class Tokenizer:
     """

@@ -29,7 +29,7 @@ def _add_model_args(p: argparse.ArgumentParser, draft_default: str | None) -> No
         pairs = ", ".join(f"{d} for {t}" for t, d in models.KNOWN_PAIRS.items())
         default_help = f"the known draft model of the target ({pairs}), else ngram"
     p.add_argument("--draft", "-d", default=draft_default,
-                   help=f"drafter: a model (path/key/hf://), 'ngram', 'self', or 'none' (default: {default_help})")
+                   help=f"drafter: a model (path/key/hf://), 'ngram', 'self', 'mtp', or 'none' (default: {default_help})")
     p.add_argument("--threads", "-t", type=int, default=None, help="CPU threads (default: all cores)")
     p.add_argument("--n-ctx", type=int, default=4096, help="context length in tokens (default 4096)")
     p.add_argument("--draft-max", type=int, default=None, help="most tokens drafted per step")
@@ -70,14 +70,14 @@ def _make_engine(args, draft: str | None = "__args__"):
         draft = None
     t0 = time.perf_counter()
     target = str(models.resolve(args.target))
-    if draft not in (None, "ngram", "self"):
+    if draft not in (None, "ngram", "self", "mtp"):
         draft = str(models.resolve(draft))
     print(f"loading {args.target}" + (f" with drafter {args.draft}" if draft else "") + " ...", end="", file=sys.stderr,
           flush=True)
     kw = {"n_ctx": args.n_ctx, "threads": args.threads}
     if args.draft_max is not None:
         kw["draft_max"] = args.draft_max
-    if args.draft_quant and draft not in (None, "ngram", "self"):
+    if args.draft_quant and draft not in (None, "ngram", "self", "mtp"):
         kw["draft_quant"] = args.draft_quant
     with warnings.catch_warnings(record=True) as caught:  # shown after the "loading" line
         warnings.simplefilter("always")

@@ -28,7 +28,7 @@ from . import _checks, _core
 
 Prompt = Union[str, Sequence[int]]
 
-DRAFTERS = ("none", "ngram", "self", "model", "hybrid")
+DRAFTERS = ("none", "ngram", "self", "model", "hybrid", "mtp")
 
 
 @dataclass
@@ -132,7 +132,9 @@ class Engine:
 
     target: a GGUF path, a known model key, ``hf://...``, or a ``quickdraft.Model``.
     draft: None (plain decoding), "ngram" (prompt lookup), "self" (the target with layers
-    skipped), a draft model (path / key / Model), or ("hybrid", model) for n-gram first.
+    skipped; a file with multi-token-prediction layers, qwen35's nextn, drafts with them instead),
+    "mtp" (those layers: the model's own MTP head drafts from its hidden states), a draft model
+    (path / key / Model), or ("hybrid", model) for n-gram first.
     draft_max: the most tokens drafted per step; the actual length adapts to measured costs
     and acceptance (``adaptive=False`` always drafts draft_max). p_min: a model drafter stops
     when its top probability falls below this (from its second token on: the first one's
@@ -446,7 +448,7 @@ def _draft_kind(draft):
     """(drafter kind name, draft path) for _core.EngineOptions."""
     if draft is None or draft == "none":
         return "none", ""
-    if isinstance(draft, str) and draft in ("ngram", "self"):
+    if isinstance(draft, str) and draft in ("ngram", "self", "mtp"):
         return draft, ""
     if isinstance(draft, tuple) and len(draft) == 2 and draft[0] == "hybrid":
         return "hybrid", _model_path(draft[1])

@@ -24,6 +24,33 @@ def _human_count(n: int) -> str:
     return str(n)
 
 
+def _qwen35_features(md: dict, names: set[str]) -> list[str]:
+    """Qwen3.5's hybrid layers, as llama.cpp reads them: recurrent layers, their state, MTP."""
+    def g(key, default=None):
+        return md.get(f"qwen35.{key}", default)
+
+    n_mtp = int(g("nextn_predict_layers", 0) or 0)
+    n_layer = int(g("block_count", 0)) - n_mtp
+    flags = g("attention.recurrent_layers")
+    if flags is not None:
+        rec = [bool(f) for f in flags][:n_layer]
+        how = "attention.recurrent_layers"
+    else:
+        interval = int(g("full_attention_interval", 4))
+        rec = [(il + 1) % interval != 0 for il in range(n_layer)]
+        how = f"every {interval}th layer attention"
+    out = [f"hybrid: {sum(rec)} Gated DeltaNet + {n_layer - sum(rec)} gated attention layers ({how})",
+           f"Gated DeltaNet: {g('ssm.group_count')} k / {g('ssm.time_step_rank')} v heads of {g('ssm.state_size')}, "
+           f"conv kernel {g('ssm.conv_kernel')} (recurrent state, rolled back per verify batch)",
+           "gated attention (sigmoid output gate), q/k norms"]
+    sections = g("rope.dimension_sections")
+    if sections is not None:
+        out.append(f"M-RoPE sections {list(sections)}")
+    if n_mtp:
+        out.append(f"MTP: {n_mtp} nextn layer(s) (draft='mtp', picked by draft='self')")
+    return out
+
+
 def _features(md: dict, names: set[str], arch: str) -> list[str]:
     """What a family does beyond the plain Llama block, as far as the file says."""
     def g(key, default=None):
@@ -42,7 +69,9 @@ def _features(md: dict, names: set[str], arch: str) -> list[str]:
         out.append("q/k norms (per-head RMS before rope)")
     if "blk.0.attn_q.bias" in names:
         out.append("q/k/v biases")
-    if "blk.0.attn_qkv.weight" in names:
+    if arch == "qwen35":
+        out.extend(_qwen35_features(md, names))
+    elif "blk.0.attn_qkv.weight" in names:
         out.append("fused qkv")
     if arch == "phi3" and "blk.0.ffn_gate.weight" not in names:
         out.append("fused gate/up")

@@ -65,8 +65,31 @@ class Context:
         self._ctx.feed(ids)
 
     def truncate(self, n_past: int) -> None:
-        """Keep the first n_past positions of the KV cache and drop the rest."""
+        """Keep the first n_past positions of the KV cache and drop the rest.
+
+        A hybrid recurrent model (qwen35) can return only to 0 or to n_past >= truncate_floor
+        (positions inside its rollback window); ValueError otherwise."""
         self._ctx.truncate(int(n_past))
+
+    @property
+    def truncate_floor(self) -> int:
+        """The smallest n_past > 0 truncate() accepts now (0 for a transformer: any)."""
+        return self._ctx.truncate_floor
+
+    def set_rollback(self, mode: str, window: int) -> None:
+        """Recurrent models: how the state returns to a position of the last `window` ones,
+        'snapshot' (a copy per position) or 'recompute' (replay from the last eval's start); resets."""
+        self._ctx.set_rollback(str(mode), int(window))
+
+    @property
+    def rollback(self) -> tuple[str, int]:
+        """(mode, window) of the recurrent state's rollback; window 0 for a transformer."""
+        return self._ctx.rollback_mode, self._ctx.rollback_window
+
+    @property
+    def recurrent_state_bytes(self) -> int:
+        """Memory held by the recurrent state and its rollback copies (0 for a transformer)."""
+        return self._ctx.recurrent_state_bytes
 
     def reset(self) -> None:
         """Empty the KV cache."""

@@ -30,7 +30,8 @@ from gguf import GGUFReader
 from gguf.quants import dequantize
 
 # llama.cpp's rope type per architecture: NEOX pairs i with i + n_rot/2, "normal" pairs 2i with 2i+1.
-ROPE_NEOX = {"llama": False, "qwen2": True, "gemma3": True, "qwen3": True, "smollm3": False, "phi3": True, "qwen3moe": True}
+ROPE_NEOX = {"llama": False, "qwen2": True, "gemma3": True, "qwen3": True, "smollm3": False, "phi3": True, "qwen3moe": True,
+             "qwen35": True}
 
 
 @dataclass
@@ -324,3 +325,11 @@ class NumpyTransformer:
         if hp.softcap > 0:
             out = hp.softcap * np.tanh(out / hp.softcap)
         return out
+
+
+def oracle(path, **kw) -> NumpyTransformer:
+    """The numpy reference for the file's architecture (qwen35 has its own, numpy_qwen35.py)."""
+    if GGUFReader(str(path)).fields["general.architecture"].contents() == "qwen35":
+        from reference.numpy_qwen35 import NumpyQwen35
+        return NumpyQwen35(path, **kw)
+    return NumpyTransformer(path, **kw)

@@ -8,6 +8,8 @@ quickdraft with, so that the test needs no llama.cpp binary:
 
     ids      int32   [n_seq][n_tok]          the token sequences
     logits   float32 [n_seq][n_tok][n_vocab] llama.cpp's logits at every position
+    hidden, mtp_logits  (qwen35 files with MTP layers) the trunk's h_nextn [n_seq][n_tok][n_embd] and
+                     the MTP head's logits [n_seq][n_tok][n_vocab], row p fed (token p, h of p - 1)
     meta     str     JSON: the spec, the sha256 of the tensors (the test checks its rebuilt model
                      against it), the llama.cpp build that computed them
 
@@ -58,11 +60,13 @@ def _base(arch: str) -> dict:
         # recording's (N_CTX: the long factors), a sliding window llama.cpp ignores for phi3.
         spec.update(n_embd=128, n_rot=24, longrope=True, rope_orig_ctx=128, rope_attn_factor=1.19,
                     sliding_window=8)
+    if arch == "qwen35":  # 3 Gated DeltaNet layers and 1 gated attention layer; 4 v heads over 2 k heads
+        spec.update(n_layer=4, head_dim=32, n_rot=8)
     return spec
 
 
 CASES: dict[str, dict] = {}
-for _arch in ("qwen3", "smollm3", "phi3", "qwen3moe"):
+for _arch in ("qwen3", "smollm3", "phi3", "qwen3moe", "qwen35"):
     for _w in WTYPES:
         CASES[f"{_arch}-{_w.lower()}"] = dict(_base(_arch), wtype=_w)
 
@@ -80,6 +84,16 @@ for _arch, _w, _name, _extra in [
     ("phi3", "Q8_0", "short", dict(rope_orig_ctx=512, n_ctx_train=1024)),  # LongRoPE's short factors
 ]:
     CASES[f"{_arch}-{_name}-{_w.lower()}"] = dict(_base(_arch), wtype=_w, **_extra)
+
+# Qwen3.5 variants: an MTP block in the file (the trunk's logits must not change), layer kinds
+# from attention.recurrent_layers with M-RoPE sections that leave a pair unrotated, equal k and v
+# heads (Qwen3.5-0.8B's 16 / 16).
+for _w, _name, _extra in [
+    ("Q8_0", "mtp", dict(n_mtp=1)),
+    ("F32", "sections", dict(n_layer=5, recurrent_layers=[True, False, True, True, False], rope_sections=[1, 1, 1, 1])),
+    ("Q4_0", "heads", dict(ssm_n_k_heads=4, ssm_d_state=32, n_mtp=1, mtp_head_norm=False)),
+]:
+    CASES[f"qwen35-{_name}-{_w.lower()}"] = dict(_base("qwen35"), wtype=_w, **_extra)
 
 
 def case_ids(spec: TinySpec) -> np.ndarray:
@@ -105,6 +119,12 @@ def load(case: str) -> tuple[np.ndarray, np.ndarray, dict]:
     """(ids, logits, meta) of a recorded case."""
     with np.load(OUT / f"{case}.npz", allow_pickle=False) as z:
         return z["ids"], z["logits"], json.loads(str(z["meta"]))
+
+
+def load_mtp(case: str) -> tuple[np.ndarray, np.ndarray]:
+    """(hidden, mtp_logits) of a recorded case with MTP layers (see _llama_mtp)."""
+    with np.load(OUT / f"{case}.npz", allow_pickle=False) as z:
+        return z["hidden"], z["mtp_logits"]
 
 
 def _llama_logits(lib, path: Path, seqs: np.ndarray, n_vocab: int) -> np.ndarray:
@@ -135,17 +155,84 @@ def _llama_logits(lib, path: Path, seqs: np.ndarray, n_vocab: int) -> np.ndarray
     return out
 
 
+def _llama_mtp(lib, path: Path, seqs: np.ndarray, n_vocab: int, n_embd: int) -> tuple[np.ndarray, np.ndarray]:
+    """(h, mtp_logits): the trunk's h_nextn per position (llama_get_embeddings_nextn, llama-ext.h) and
+    the MTP head's logits, as llama.cpp's draft-mtp drives it: an LLAMA_CONTEXT_TYPE_MTP context fed
+    row p = (token p at position p, h of p - 1; zeros at p = 0) through llama_batch_ext /
+    llama_process, every row's logits kept."""
+    # llama-ext.h is a C++ staging header: its functions are exported under their mangled names.
+    set_nextn = getattr(lib._lib, "_Z26llama_set_embeddings_nextnP13llama_contextbb")
+    set_nextn.argtypes, set_nextn.restype = [ctypes.c_void_p, ctypes.c_bool, ctypes.c_bool], None
+    get_nextn = getattr(lib._lib, "_Z26llama_get_embeddings_nextnP13llama_context")
+    get_nextn.argtypes, get_nextn.restype = [ctypes.c_void_p], ctypes.POINTER(ctypes.c_float)
+    mparams = lib.llama_model_default_params()
+    mparams.load_mtp = True
+    model = lib.llama_model_load_from_file(str(path).encode(), mparams)
+    if not model:
+        raise RuntimeError(f"llama.cpp could not load {path} with its MTP layers")
+    h_all = np.zeros((*seqs.shape, n_embd), dtype=np.float32)
+    mtp = np.zeros((*seqs.shape, n_vocab), dtype=np.float32)
+
+    def context(mtp_type: bool):
+        params = lib.llama_context_default_params()
+        params.n_ctx, params.n_batch, params.n_ubatch = N_CTX, N_CTX, N_CTX
+        params.n_threads = params.n_threads_batch = 1
+        params.flash_attn_type = lib.LLAMA_FLASH_ATTN_TYPE_DISABLED
+        if mtp_type:
+            params.ctx_type = lib.LLAMA_CONTEXT_TYPE_MTP
+        return lib.llama_init_from_model(model, params)
+
+    try:
+        for s, ids in enumerate(seqs):
+            n = len(ids)
+            ctx = context(False)
+            set_nextn(ctx, True, False)
+            batch = lib.llama_batch_init(n, 0, 1)
+            batch.n_tokens = n
+            for j, tok in enumerate(ids):
+                batch.token[j], batch.pos[j], batch.n_seq_id[j], batch.logits[j] = int(tok), j, 1, 1
+                batch.seq_id[j][0] = 0
+            if lib.llama_decode(ctx, batch) != 0:
+                raise RuntimeError("llama_decode failed")
+            h_all[s] = np.ctypeslib.as_array(get_nextn(ctx), shape=(n, n_embd)).copy()
+            lib.llama_batch_free(batch)
+            lib.llama_free(ctx)
+
+            dctx = context(True)
+            h_prev = np.ascontiguousarray(np.concatenate([np.zeros((1, n_embd), np.float32), h_all[s][:-1]]))
+            eb = lib.llama_batch_ext_init(dctx)
+            for j, tok in enumerate(ids):
+                idx = lib.llama_batch_ext_add_token(eb, 0, int(tok))
+                pos = lib.llama_pos(j)
+                lib.llama_batch_ext_set_pos(eb, idx, ctypes.byref(pos))
+                row = h_prev[j].ctypes.data_as(ctypes.POINTER(ctypes.c_float))
+                lib.llama_batch_ext_set_embd_token(eb, idx, lib.llama_embd(row, 1, n_embd))
+                lib.llama_batch_ext_set_output_logits(eb, idx, True)
+            if lib.llama_process(dctx, lib.LLAMA_PROCESS_TYPE_DECODE, eb) != 0:
+                raise RuntimeError("llama_process (MTP) failed")
+            for j in range(n):
+                mtp[s, j] = np.ctypeslib.as_array(lib.llama_get_logits_ith(dctx, j), shape=(n_vocab,))
+            lib.llama_batch_ext_free(eb)
+            lib.llama_free(dctx)
+    finally:
+        lib.llama_model_free(model)
+    return h_all, mtp
+
+
 def record(case: str, lib, build: str) -> Path:
     spec = spec_of(case)
     ids = case_ids(spec)
+    extra = {}
     with tempfile.TemporaryDirectory() as d:
         path = write_tiny_model(Path(d) / f"{case}.gguf", dataclasses.replace(spec, llamacpp_vocab=True))
         logits = _llama_logits(lib, path, ids, spec.n_vocab)
+        if spec.n_mtp:
+            extra["hidden"], extra["mtp_logits"] = _llama_mtp(lib, path, ids, spec.n_vocab, spec.n_embd)
         digest = tensor_digest(path)
     meta = {"case": case, "spec": CASES[case], "tensor_sha256": digest, "ids_seed": IDS_SEED, "llama_cpp": build}
     OUT.mkdir(parents=True, exist_ok=True)
     out = OUT / f"{case}.npz"
-    np.savez_compressed(out, ids=ids, logits=logits, meta=np.array(json.dumps(meta, sort_keys=True)))
+    np.savez_compressed(out, ids=ids, logits=logits, meta=np.array(json.dumps(meta, sort_keys=True)), **extra)
     return out
 
 

@@ -5,7 +5,7 @@
 //   #include <quickdraft/engine.h>
 //
 //   qd::EngineOptions opt;
-//   opt.drafter = qd::DrafterKind::model;          // or none, ngram, self, hybrid
+//   opt.drafter = qd::DrafterKind::model;          // or none, ngram, self, hybrid, mtp
 //   opt.draft_path = "qwen2.5-coder-0.5b.gguf";    // the draft model (model, hybrid)
 //   qd::Engine engine("qwen2.5-coder-1.5b.gguf", opt);
 //
@@ -46,8 +46,9 @@ enum class DrafterKind {
   self,    // the target with layers skipped (EngineOptions::skip_layers)
   model,   // a small draft model sharing the target's tokenizer (EngineOptions::draft_path)
   hybrid,  // n-gram lookup first, the draft model when it has no match
+  mtp,     // the target file's multi-token-prediction head (qwen35 nextn layers); "self" picks it when present
 };
-// "none", "ngram", "self", "model", "hybrid".
+// "none", "ngram", "self", "model", "hybrid", "mtp".
 const char* drafter_kind_name(DrafterKind k);
 // The kind a name means; ArgError for any other name.
 DrafterKind parse_drafter_kind(const std::string& name);

@@ -11,6 +11,8 @@
 #include "cpu/repack.h"
 #include "model/kv_cache.h"
 #include "model/ops.h"
+#include "model/recurrent_state.h"
+#include "model/rope_freqs.h"
 #include "model/transformer.h"
 
 namespace qd {
@@ -20,44 +22,8 @@ namespace {
 // Longer inputs are processed in micro-batches of this many rows. Results do not depend on the
 // split (batch invariance), so this only bounds the scratch memory.
 constexpr int kMaxUbatch = 128;
-
-// Rope angles as ggml computes them (ggml_rope_cache_init, rope_yarn), in float: theta starts at
-// the position and is multiplied by base^(-2/n_rot) from one pair to the next; the angle of pair
-// i is freq_scale * theta / factor[i], blended for YaRN (ext_factor 1) with the unscaled angle by
-// a ramp over the pairs between the correction dims, and cos / sin are multiplied by mscale.
-// Matching its float rounding keeps q and k closer to llama.cpp's than exact angles would.
-struct RopeFreqs {
-  float base = 10000.0f, scale = 1.0f;
-  const float* factors = nullptr;
-  float ext_factor = 0.0f, mscale = 1.0f;
-  float corr[2] = {0.0f, 0.0f};  // ggml_rope_yarn_corr_dims: pairs below corr[0] keep their angle
-
-  RopeFreqs() = default;
-  RopeFreqs(float b, float s, const float* f, const Hparams& hp)
-      : base(b), scale(s), factors(f), ext_factor(hp.rope_ext_factor), mscale(hp.rope_attn_factor) {
-    // The pair index at which a rotation completes `beta` turns over the original context.
-    auto corr_dim = [&](float beta) {
-      return (float)hp.n_rot * logf((float)hp.rope_n_ctx_orig / (beta * 2.0f * (float)M_PI)) / (2.0f * logf(b));
-    };
-    corr[0] = std::max(0.0f, floorf(corr_dim(32.0f)));                  // beta_fast
-    corr[1] = std::min((float)(hp.n_rot - 1), ceilf(corr_dim(1.0f)));   // beta_slow
-    if (ext_factor != 0.0f) mscale *= 1.0f + 0.1f * logf(1.0f / s);
-  }
-
-  // cos and sin of the angle theta (before scaling) of pair j.
-  void angle(float theta, int j, float* c, float* s) const {
-    const float extrap = theta / (factors ? factors[j] : 1.0f);
-    const float interp = scale * extrap;
-    float a = interp;
-    if (ext_factor != 0.0f) {
-      const float y = ((float)j - corr[0]) / std::max(0.001f, corr[1] - corr[0]);
-      const float mix = (1.0f - std::min(1.0f, std::max(0.0f, y))) * ext_factor;
-      a = interp * (1.0f - mix) + extrap * mix;
-    }
-    *c = cosf(a) * mscale;
-    *s = sinf(a) * mscale;
-  }
-};
+// Positions a recurrent context can return to by default: a verify batch of 16 drafts + 1.
+constexpr int kDefaultRollbackWindow = 17;
 
 const model::TransformerModel& as_transformer(const std::shared_ptr<const Model>& m) {
   if (!m) throw ArgError("Context: model is null");
@@ -104,9 +70,12 @@ struct Context::Impl {
   KvCache kv;
   std::vector<int> kv_valid;    // [n_layer]: positions whose keys/values this layer holds
   std::vector<uint8_t> skip;    // [n_layer]: 1 when the layer is skipped
-  RopeFreqs freq_global, freq_swa;
+  model::RopeFreqs freq_global, freq_swa;
   bool any_swa = false;
   Context::TraceFn trace;
+  std::unique_ptr<model::RecurrentState> rs;  // hybrid recurrent models only
+  Context::HiddenFn hidden_sink;
+  std::vector<float> hidden;  // [cap][n_embd] output-normed rows for hidden_sink
 
   // Draft head (set_head_subset): ids [0, head_top) plus head_ids, whose rows of the output
   // matrix are copied into head_rows. head_top == 0: the full layer.
@@ -125,6 +94,7 @@ struct Context::Impl {
   std::vector<float> moe_probs, moe_w, moe_x, moe_y;  // mixture of experts only
   std::vector<int32_t> moe_sel, moe_rows;
   std::vector<float> cos_g, sin_g, cos_s, sin_s;  // [cap][n_rot / 2]
+  std::vector<float> qgate, mix, z;  // hybrid recurrent models only (model::Step)
 
   Impl(const model::TransformerModel& model, int n_ctx, std::shared_ptr<ThreadPool> p)
       : m(model),
@@ -141,9 +111,15 @@ struct Context::Impl {
       const int64_t padded = ((int64_t)n_ctx + 255) / 256 * 256;
       factors = padded > hp.rope_n_ctx_orig ? m.weights().rope_long : m.weights().rope_short;
     }
-    freq_global = RopeFreqs((float)hp.rope_base, (float)hp.rope_freq_scale, factors, hp);
-    freq_swa = RopeFreqs((float)hp.rope_base_swa, 1.0f, factors, hp);
+    freq_global = model::RopeFreqs((float)hp.rope_base, (float)hp.rope_freq_scale, factors, hp);
+    freq_swa = model::RopeFreqs((float)hp.rope_base_swa, 1.0f, factors, hp);
     any_swa = std::any_of(hp.swa_layers.begin(), hp.swa_layers.end(), [](uint8_t s) { return s != 0; });
+    if (hp.recurrent()) set_rollback(Context::Rollback::snapshot, kDefaultRollbackWindow);
+  }
+
+  void set_rollback(Context::Rollback mode, int window) {
+    rs = std::make_unique<model::RecurrentState>(hp, mode, window);
+    rs->reset();
   }
 
   // Grows the scratch to hold `rows` rows; happens once per new maximum, not per token.
@@ -153,7 +129,9 @@ struct Context::Impl {
     const size_t E = hp.n_embd, Q = (size_t)hp.n_head * hp.head_dim, KV = (size_t)hp.n_head_kv * hp.head_dim;
     const size_t F = hp.n_ff, R = (size_t)hp.n_rot / 2, n = (size_t)rows;
     for (auto* b : {&x, &xn, &tmp}) b->resize(n * E);
-    for (auto* b : {&q, &att}) b->resize(n * Q);
+    const size_t value_dim = (size_t)hp.ssm_n_v_heads * hp.ssm_d_state;
+    q.resize(n * Q);
+    att.resize(n * std::max(Q, value_dim));
     for (auto* b : {&k, &v}) b->resize(n * KV);
     for (auto* b : {&gate, &up}) b->resize(n * std::max(F, (size_t)hp.n_ff_exp));
     if (hp.n_expert > 0) {
@@ -166,18 +144,12 @@ struct Context::Impl {
       moe_y.resize(n * K * E);
     }
     for (auto* b : {&cos_g, &sin_g, &cos_s, &sin_s}) b->resize(n * R);
-  }
-
-  void rope_rows(const RopeFreqs& f, int pos0, int n, float* c, float* s) const {
-    const int R = hp.n_rot / 2;
-    const float theta_scale = std::pow(f.base, -2.0f / (float)hp.n_rot);
-    for (int i = 0; i < n; i++) {
-      float theta = (float)(pos0 + i);
-      for (int j = 0; j < R; j++) {
-        f.angle(theta, j, &c[(size_t)i * R + j], &s[(size_t)i * R + j]);
-        theta *= theta_scale;
-      }
+    if (hp.recurrent()) {
+      qgate.resize(n * 2 * Q);
+      mix.resize(n * (2 * (size_t)hp.ssm_n_k_heads * hp.ssm_d_state + value_dim));
+      z.resize(n * value_dim);
     }
+    if (hidden_sink) hidden.resize(n * E);
   }
 
   // Runs the layers over n rows at positions pos0..; leaves the final hidden states in x.
@@ -197,18 +169,28 @@ struct Context::Impl {
       s.moe_probs = moe_probs.data(), s.moe_w = moe_w.data(), s.moe_sel = moe_sel.data();
       s.moe_rows = moe_rows.data(), s.moe_x = moe_x.data(), s.moe_y = moe_y.data();
     }
+    if (rs) {
+      s.qgate = qgate.data(), s.mix = mix.data(), s.z = z.data();
+      s.rs = rs.get();
+      rs->begin_ubatch(pos0, n);
+    }
     if (trace) s.trace = &trace;
     s.note("embd", -1, s.x, hp.n_embd);
-    rope_rows(freq_global, pos0, n, cos_g.data(), sin_g.data());
+    model::rope_rows(freq_global, hp, pos0, n, cos_g.data(), sin_g.data());
     s.rope_global = {cos_g.data(), sin_g.data()};
     if (any_swa) {
-      rope_rows(freq_swa, pos0, n, cos_s.data(), sin_s.data());
+      model::rope_rows(freq_swa, hp, pos0, n, cos_s.data(), sin_s.data());
       s.rope_swa = {cos_s.data(), sin_s.data()};
     }
     for (int il = 0; il < hp.n_layer; il++) {
       if (skip[(size_t)il]) continue;
       m.layer(s, il);
       kv_valid[(size_t)il] = pos0 + n;
+    }
+    if (rs) rs->end_ubatch();
+    if (hidden_sink) {
+      model::rmsnorm(x.data(), m.weights().output_norm, n, hp.n_embd, hp.rms_eps, hidden.data());
+      hidden_sink(pos0, n, hidden.data());
     }
   }
 
@@ -346,6 +328,18 @@ void Context::truncate(int n_past) {
   if (n_past < 0 || n_past > n_past_) {
     throw ArgError("truncate: n_past " + std::to_string(n_past) + " is outside [0, " + std::to_string(n_past_) + "]");
   }
+  if (model::RecurrentState* rs = impl_->rs.get(); rs && n_past != n_past_) {
+    if (n_past == 0) {
+      rs->reset();
+    } else if (n_past < rs->floor()) {
+      throw ArgError("truncate: n_past " + std::to_string(n_past) + " is before position " +
+                     std::to_string(rs->floor()) + ", the earliest this recurrent (" + model_->hparams().arch +
+                     ") context can return to (its rollback window: the last " + std::to_string(rs->window()) +
+                     " positions in snapshot mode, the last eval in recompute mode); truncate to 0 and re-evaluate");
+    } else {
+      rs->truncate(n_past_, n_past);
+    }
+  }
   n_past_ = n_past;
   for (int& v : impl_->kv_valid) v = std::min(v, n_past);
 }
@@ -370,6 +364,26 @@ void Context::set_head_subset(int n_top, const std::vector<int32_t>& always) {
 }
 
 void Context::set_trace(TraceFn fn) { impl_->trace = std::move(fn); }
+
+int Context::truncate_floor() const { return impl_->rs ? impl_->rs->floor() : 0; }
+
+void Context::set_rollback(Rollback mode, int window) {
+  if (!impl_->rs) return;
+  impl_->set_rollback(mode, window);
+  n_past_ = 0;
+  for (int& v : impl_->kv_valid) v = 0;
+}
+
+Context::Rollback Context::rollback_mode() const { return impl_->rs ? impl_->rs->mode() : Rollback::snapshot; }
+
+int Context::rollback_window() const { return impl_->rs ? impl_->rs->window() : 0; }
+
+size_t Context::recurrent_state_bytes() const { return impl_->rs ? impl_->rs->bytes() : 0; }
+
+void Context::set_hidden_sink(HiddenFn fn) {
+  impl_->hidden_sink = std::move(fn);
+  impl_->cap = 0;  // reserve() sizes the hidden rows on the next eval
+}
 
 int Context::head_subset() const { return impl_->head_top; }
 

@@ -112,10 +112,14 @@ cpu::Matrix Loader::rows_of(const cpu::Matrix& m, int64_t r0, int64_t rows) {
   return v;
 }
 
-const float* Loader::vector(const std::string& name, int64_t n) {
+const float* Loader::vector(const std::string& name, int64_t n) { return floats(name, n, 1); }
+
+const float* Loader::floats(const std::string& name, int64_t cols, int64_t rows) {
   const gguf::TensorInfo& t = tensor(name);
-  if (t.n_elements() != n || t.ne[0] != n) {
-    fail("tensor '" + name + "' has shape " + shape_str(t) + ", expected [" + std::to_string(n) + "]");
+  const int64_t n = cols * rows;
+  if (t.n_elements() != n || t.ne[0] != cols) {
+    fail("tensor '" + name + "' has shape " + shape_str(t) + ", expected [" + std::to_string(cols) +
+         (rows > 1 ? ", " + std::to_string(rows) : std::string()) + "]");
   }
   // F32 and 4-byte aligned: use in place. Anything else is converted once (these are tiny).
   if (t.type == (uint32_t)quant::Type::F32 && reinterpret_cast<uintptr_t>(t.data) % alignof(float) == 0) {

@@ -46,6 +46,8 @@ class Loader {
   static cpu::Matrix rows_of(const cpu::Matrix& m, int64_t r0, int64_t rows);
   // A 1-D vector of n floats, converted to F32 (into model-owned storage) when stored otherwise.
   const float* vector(const std::string& name, int64_t n);
+  // A small 2-D tensor of shape [rows][cols] (GGUF ne = {cols, rows}) as floats, like vector().
+  const float* floats(const std::string& name, int64_t cols, int64_t rows);
 
   [[noreturn]] void fail(const std::string& what) const;          // GGUFError "<path>: what"
   [[noreturn]] void unsupported(const std::string& what) const;   // UnsupportedError "<path>: what"

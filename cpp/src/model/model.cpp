@@ -24,11 +24,16 @@ const std::vector<std::pair<std::string, Loader>>& families() {
       {"smollm3", model::load_smollm3},
       {"phi3", model::load_phi3},
       {"qwen3moe", model::load_qwen3moe},
+      {"qwen35", model::load_qwen35},
   };
   return kFamilies;
 }
 
 }  // namespace
+
+void model::TransformerModel::mtp_layer(Step&, int) const {
+  throw UnsupportedError(file_->path() + ": architecture " + hp_.arch + " has no multi-token-prediction layers");
+}
 
 void model::TransformerModel::repack_for_kernels() {
   const Isa isa = active_isa();

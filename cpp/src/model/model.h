@@ -56,6 +56,20 @@ struct Hparams {
   float embd_scale = 1.0f;         // multiplies the token embeddings
   std::vector<uint8_t> swa_layers; // [n_layer]: 1 where the layer attends within sliding_window
   std::vector<uint8_t> nope_layers;  // [n_layer]: 1 where q and k get no rope (SmolLM3's every 4th)
+  // rope.dimension_sections (qwen35's interleaved M-RoPE): for text every section sees the position
+  // except the 4th, so a rotated pair whose interleaved sector is the 4th's keeps angle 0.
+  std::vector<uint8_t> rope_pair_static;  // [n_rot / 2]: 1 where the pair is not rotated; empty: none
+
+  // Hybrid recurrent models (qwen35): Gated DeltaNet layers carry a recurrent state, not a KV cache.
+  std::vector<uint8_t> recurrent_layers;  // [n_layer]: 1 for a Gated DeltaNet layer; empty: none
+  int ssm_d_conv = 0;     // ssm.conv_kernel: causal conv1d taps
+  int ssm_d_state = 0;    // ssm.state_size: head dim of the linear attention's q, k and v
+  int ssm_n_k_heads = 0;  // ssm.group_count: q and k heads
+  int ssm_n_v_heads = 0;  // ssm.time_step_rank: v heads (= state heads)
+  bool attn_output_gate = false;  // qwen35: wq gives [q | gate] per head; out *= sigmoid(gate)
+  int n_mtp = 0;  // nextn_predict_layers: multi-token-prediction layers stored after the n_layer trunk layers
+
+  bool recurrent() const { return !recurrent_layers.empty(); }
 };
 
 class Model {
@@ -94,6 +108,7 @@ class Context {
   Context& operator=(const Context&) = delete;
 
   const Model& model() const { return *model_; }
+  std::shared_ptr<const Model> model_ptr() const { return model_; }
   int n_ctx() const { return n_ctx_; }
   int n_past() const { return n_past_; }
   int n_threads() const;
@@ -105,9 +120,28 @@ class Context {
   // Throws ArgError on n == 0, out-of-vocab ids, or exceeding n_ctx (state unchanged then).
   void eval(const int32_t* tokens, int n, float* logits, bool last_only = false);
 
-  // Keep the first n_past positions of the KV cache, drop the rest.
+  // Keep the first n_past positions of the sequence state, drop the rest. A transformer can return
+  // to any n_past; a hybrid recurrent model (qwen35) only to 0 or to n_past >= truncate_floor()
+  // (the states inside its rollback window, rollback.h); ArgError otherwise, state unchanged.
   void truncate(int n_past);
   void reset() { truncate(0); }
+  // The smallest n_past > 0 truncate() accepts now (0 for a transformer: any).
+  int truncate_floor() const;
+
+  // Recurrent models: how the state returns to a position inside the window (rows of the last
+  // evals): Rollback::snapshot keeps the state after each of the last `window` positions,
+  // Rollback::recompute keeps the state before the last eval and replays the recurrence. Resets
+  // the sequence. No effect on a transformer.
+  enum class Rollback { snapshot, recompute };
+  void set_rollback(Rollback mode, int window);
+  Rollback rollback_mode() const;
+  int rollback_window() const;
+  size_t recurrent_state_bytes() const;  // 0 for a transformer
+
+  // Called after every micro-batch with its rows' final hidden states after the output norm
+  // (llama.cpp's h_nextn: what an MTP head reads), [n][n_embd] at positions pos0..; empty: off.
+  using HiddenFn = std::function<void(int pos0, int n, const float* h)>;
+  void set_hidden_sink(HiddenFn fn);
 
   // Draft head: the output layer for ids [0, n_top) only (BPE vocabularies put frequent tokens
   // first), for the ids in `always`, and for every id this context evaluates from now on (the

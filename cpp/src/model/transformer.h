@@ -16,6 +16,8 @@ class KvCache;
 
 namespace model {
 
+class RecurrentState;
+
 // Shapes are given GGML-style [rows][cols]: cols (ne[0]) is the reduction dimension.
 struct LayerWeights {
   cpu::Matrix wq;                  // [n_head * head_dim][n_embd]
@@ -37,6 +39,23 @@ struct LayerWeights {
   cpu::Matrix ffn_gate_inp;                 // [n_expert][n_embd]
   std::vector<cpu::Matrix> gate_exps, up_exps;  // [n_expert] x [n_ff_exp][n_embd]
   std::vector<cpu::Matrix> down_exps;           // [n_expert] x [n_embd][n_ff_exp]
+  // Gated DeltaNet (qwen35's recurrent layers), in place of wq / wk / wv / wo; with
+  // key_dim = ssm_n_k_heads * ssm_d_state, value_dim = ssm_n_v_heads * ssm_d_state:
+  cpu::Matrix ssm_qkv;             // [2 key_dim + value_dim][n_embd]  blk.N.attn_qkv: q, k, v before the conv
+  cpu::Matrix ssm_z;               // [value_dim][n_embd]              blk.N.attn_gate: the output gate z
+  cpu::Matrix ssm_alpha, ssm_beta;  // [ssm_n_v_heads][n_embd]
+  cpu::Matrix ssm_out;             // [n_embd][value_dim]
+  const float* ssm_conv1d = nullptr;  // [2 key_dim + value_dim][ssm_d_conv]
+  const float* ssm_dt = nullptr;      // [ssm_n_v_heads]  added to alpha before the softplus
+  const float* ssm_a = nullptr;       // [ssm_n_v_heads]  -exp(A_log), multiplies it
+  const float* ssm_norm = nullptr;    // [ssm_d_state]    gated RMS norm of each head's output
+  // Multi-token prediction (qwen35 blk.<n_layer + i>.nextn.*); the block's attention and FFN use
+  // the fields above, its pre-FFN norm is ffn_norm (post_attention_norm in the file).
+  cpu::Matrix eh_proj;                 // [n_embd][2 n_embd]  [enorm(embedding) | hnorm(h)] -> x
+  cpu::Matrix mtp_embd, mtp_head;      // [n_vocab][n_embd]; absent (null): token_embd / output
+  const float* mtp_enorm = nullptr;    // [n_embd]
+  const float* mtp_hnorm = nullptr;    // [n_embd]
+  const float* mtp_head_norm = nullptr;  // [n_embd]; null: output_norm
   bool fused_qkv = false;       // wq, wk, wv are row ranges of blk.N.attn_qkv.weight (phi3)
   bool fused_gate_up = false;   // ffn_gate, ffn_up are row ranges of blk.N.ffn_up.weight (phi3)
 };
@@ -51,6 +70,7 @@ struct Weights {
   const float* rope_long = nullptr;    // [n_rot / 2]
   const float* rope_short = nullptr;   // [n_rot / 2]
   std::vector<LayerWeights> layers;
+  std::vector<LayerWeights> mtp;  // [n_mtp] multi-token-prediction layers (qwen35), after the trunk
 };
 
 // Cos/sin of every rotated pair for the rows of one ubatch: [n][n_rot / 2] each.
@@ -68,8 +88,8 @@ void for_each_matrix(W& w, F&& visit) {
   };
   f("token_embd.weight", w.token_embd);
   f("output.weight", w.output);
-  for (size_t il = 0; il < w.layers.size(); il++) {
-    auto& L = w.layers[il];
+  for (size_t il = 0; il < w.layers.size() + w.mtp.size(); il++) {
+    auto& L = il < w.layers.size() ? w.layers[il] : w.mtp[il - w.layers.size()];
     const std::string b = "blk." + std::to_string(il) + ".";
     // Row ranges of a fused tensor are named after it: "blk.N.attn_qkv.weight[q]".
     const bool qkv = L.fused_qkv, gu = L.fused_gate_up;
@@ -81,6 +101,14 @@ void for_each_matrix(W& w, F&& visit) {
     f(b + (gu ? "ffn_up.weight[up]" : "ffn_up.weight"), L.ffn_up);
     f(b + "ffn_down.weight", L.ffn_down);
     f(b + "ffn_gate_inp.weight", L.ffn_gate_inp);
+    f(b + "attn_qkv.weight", L.ssm_qkv);
+    f(b + "attn_gate.weight", L.ssm_z);
+    f(b + "ssm_alpha.weight", L.ssm_alpha);
+    f(b + "ssm_beta.weight", L.ssm_beta);
+    f(b + "ssm_out.weight", L.ssm_out);
+    f(b + "nextn.eh_proj.weight", L.eh_proj);
+    f(b + "nextn.embed_tokens.weight", L.mtp_embd);
+    f(b + "nextn.shared_head_head.weight", L.mtp_head);
     for (size_t e = 0; e < L.gate_exps.size(); e++) {
       const std::string x = "[" + std::to_string(e) + "]";
       f(b + "ffn_gate_exps.weight" + x, L.gate_exps[e]);
@@ -115,6 +143,12 @@ struct Step {
   int32_t* moe_rows = nullptr;  // [n * n_expert_used]  (row, slot) pairs grouped by expert
   float* moe_x = nullptr;       // [n][n_embd]          the rows routed to one expert, gathered
   float* moe_y = nullptr;       // [n][n_expert_used][n_embd] each chosen expert's output
+  // Hybrid recurrent models only (qwen35):
+  float* qgate = nullptr;  // [n][2 * n_head * head_dim]  gated attention: [q | gate] per head
+  float* mix = nullptr;    // [n][2 key_dim + value_dim]  Gated DeltaNet input projection, before the conv
+  float* z = nullptr;      // [n][value_dim]              its output gate
+  RecurrentState* rs = nullptr;
+  int kv_layer = -1;       // >= 0: the KV cache layer attention uses instead of il (the MTP head)
   RopeRows rope_global, rope_swa;
   const Context::TraceFn* trace = nullptr;  // Context::set_trace, or null
 
@@ -132,6 +166,9 @@ class TransformerModel : public Model {
   const Weights& weights() const { return w_; }
   // One transformer block over the rows of `s`, in place on s.x.
   virtual void layer(Step& s, int il) const = 0;
+  // The multi-token-prediction block m (model/mtp_head.h) over s.x = eh_proj's output, in place;
+  // UnsupportedError for a family without one.
+  virtual void mtp_layer(Step& s, int m) const;
 
  protected:
   friend class Loader;
@@ -171,6 +208,7 @@ std::shared_ptr<TransformerModel> load_qwen3(const gguf::File& file);
 std::shared_ptr<TransformerModel> load_smollm3(const gguf::File& file);
 std::shared_ptr<TransformerModel> load_phi3(const gguf::File& file);
 std::shared_ptr<TransformerModel> load_qwen3moe(const gguf::File& file);
+std::shared_ptr<TransformerModel> load_qwen35(const gguf::File& file);
 
 }  // namespace model
 }  // namespace qd

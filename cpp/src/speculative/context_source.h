@@ -17,6 +17,7 @@ class ContextSource : public LogitSource {
     ctx_->eval(tokens, n, logits, last_only);
   }
   void truncate(int n_past) override { ctx_->truncate(n_past); }
+  int truncate_floor() const override { return ctx_->truncate_floor(); }
   Context& context() { return *ctx_; }
 
  private:

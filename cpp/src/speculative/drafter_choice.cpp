@@ -18,6 +18,7 @@ Drafter* DrafterChoice::pick(const std::string& name) {
   auto* hybrid = dynamic_cast<HybridDrafter*>(main_);
   auto* model = dynamic_cast<ModelDrafter*>(main_);
   const bool self = model && std::strcmp(model->name(), "self") == 0;
+  const bool mtp = model && std::strcmp(model->name(), "mtp") == 0;
   switch (kind) {
     case DrafterKind::none: return nullptr;
     case DrafterKind::ngram:
@@ -27,10 +28,13 @@ Drafter* DrafterChoice::pick(const std::string& name) {
       return ngram_.get();
     case DrafterKind::model:
       if (hybrid) return &hybrid->model();
-      if (model && !self) return model;
+      if (model && !self && !mtp) return model;
       break;
-    case DrafterKind::self:
-      if (self) return model;
+    case DrafterKind::self:  // an engine whose "self" drafter is the file's MTP head drafts with it
+      if (self || mtp) return model;
+      break;
+    case DrafterKind::mtp:
+      if (mtp) return model;
       break;
     case DrafterKind::hybrid:
       if (hybrid) return hybrid;

@@ -15,7 +15,7 @@ class DrafterChoice {
   // main: the engine's own drafter (may be null), outliving this.
   DrafterChoice(Drafter* main, int ngram_min, int ngram_max);
   // The drafter `name` means for this engine: "" its own, "none" (null), "ngram", "model",
-  // "self", "hybrid". ArgError for a name it did not load (or does not know).
+  // "self", "hybrid", "mtp". ArgError for a name it did not load (or does not know).
   Drafter* pick(const std::string& name);
 
  private:

@@ -40,6 +40,7 @@ void ModelDrafter::sync(const std::vector<int32_t>& history) {
   const size_t limit = std::min(cached_.size(), history.size() - 1 - offset_);
   while (keep < limit && cached_[keep] == history[offset_ + keep]) keep++;
   if (keep < cached_.size()) {
+    if ((int)keep < model_->truncate_floor()) keep = 0;  // a recurrent draft model returns only to recent positions
     model_->truncate((int)keep);
     cached_.resize(keep);
   }

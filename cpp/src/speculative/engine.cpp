@@ -15,6 +15,7 @@
 #include "speculative/drafter_choice.h"
 #include "speculative/drafter_hybrid.h"
 #include "speculative/drafter_model.h"
+#include "speculative/drafter_mtp.h"
 #include "speculative/drafter_ngram.h"
 #include "speculative/generator.h"
 #include "tokenizer/token_stream.h"
@@ -31,14 +32,16 @@ const char* drafter_kind_name(DrafterKind k) {
     case DrafterKind::self: return "self";
     case DrafterKind::model: return "model";
     case DrafterKind::hybrid: return "hybrid";
+    case DrafterKind::mtp: return "mtp";
   }
   return "";
 }
 
 DrafterKind parse_drafter_kind(const std::string& name) {
-  for (DrafterKind k : {DrafterKind::none, DrafterKind::ngram, DrafterKind::self, DrafterKind::model, DrafterKind::hybrid})
+  for (DrafterKind k : {DrafterKind::none, DrafterKind::ngram, DrafterKind::self, DrafterKind::model, DrafterKind::hybrid,
+                        DrafterKind::mtp})
     if (name == drafter_kind_name(k)) return k;
-  throw ArgError("unknown drafter '" + name + "': use none, ngram, self, a draft model, or hybrid");
+  throw ArgError("unknown drafter '" + name + "': use none, ngram, self, mtp, a draft model, or hybrid");
 }
 
 const char* finish_reason_name(FinishReason r) {
@@ -102,6 +105,7 @@ double decode_weight_bytes(const Model& m, const std::vector<int>& skip, int hea
     if (name == "token_embd.weight" && !output) continue;
     int layer = -1;
     if (std::sscanf(name.c_str(), "blk.%d.", &layer) == 1 && std::count(skip.begin(), skip.end(), layer)) continue;
+    if (layer >= m.n_layer()) continue;  // an MTP block (qwen35 nextn) is not part of the decode
     double b = (double)(t->n_elements() / tt->block_size) * (double)tt->type_size;
     if (output && head_rows > 0) b *= std::min(1.0, (double)head_rows / m.n_vocab());
     bytes += b;
@@ -119,6 +123,10 @@ std::unique_ptr<ModelDrafter> context_drafter(std::shared_ptr<const Model> m, co
   const double full = decode_weight_bytes(target, {}, 0);
   const double hint = full > 0 ? decode_weight_bytes(*m, skip, head) / full : -1.0;
   auto ctx = std::make_unique<Context>(std::move(m), opt.n_ctx, std::move(pool));
+  // A recurrent draft model returns over its own drafted tokens: at most draft_max of them.
+  const bool valid_max = opt.draft_max >= 0 && opt.draft_max < 256;  // else the generator says what is wrong
+  if (ctx->rollback_window() > 0 && valid_max && ctx->rollback_window() != opt.draft_max + 1)
+    ctx->set_rollback(ctx->rollback_mode(), opt.draft_max + 1);
   if (!skip.empty()) ctx->set_skip_layers(std::move(skip));
   if (head > 0) ctx->set_head_subset(head, opt.stop_ids);
   return std::make_unique<ModelDrafter>(std::make_unique<ContextSource>(std::move(ctx)), name, opt.draft_max_lag,
@@ -141,7 +149,13 @@ Engine::Engine(const std::string& target_path, const EngineOptions& options) : p
     opt.stop_ids = p.tok->eog_ids();
   }
   auto tsrc = std::make_unique<ContextSource>(std::make_unique<Context>(target, opt.n_ctx, opt.threads));
-  std::shared_ptr<ThreadPool> pool = tsrc->context().thread_pool();
+  Context& tctx = tsrc->context();
+  // A recurrent target returns to any row of a verify batch: its rollback window is one batch
+  // (the memory of snapshot mode grows with it).
+  const bool valid_max = opt.draft_max >= 0 && opt.draft_max < 256;  // else the generator says what is wrong
+  if (tctx.rollback_window() > 0 && valid_max && tctx.rollback_window() != opt.draft_max + 1)
+    tctx.set_rollback(tctx.rollback_mode(), opt.draft_max + 1);
+  std::shared_ptr<ThreadPool> pool = tctx.thread_pool();
   p.target = std::move(tsrc);
   const bool draft_model = opt.drafter == DrafterKind::model || opt.drafter == DrafterKind::hybrid;
   if (!draft_model && !opt.draft_quant.empty()) {
@@ -155,7 +169,19 @@ Engine::Engine(const std::string& target_path, const EngineOptions& options) : p
   switch (opt.drafter) {
     case DrafterKind::none: break;
     case DrafterKind::ngram: p.drafter = std::make_unique<NgramDrafter>(opt.ngram_min, opt.ngram_max); break;
+    case DrafterKind::mtp:
+      if (target->hparams().n_mtp == 0) {
+        throw UnsupportedError(target_path + ": the mtp drafter needs multi-token-prediction (nextn) layers, which "
+                               "this " + target->hparams().arch + " file has none of; use self, ngram or a draft model");
+      }
+      if (!opt.skip_layers.empty()) throw ArgError("skip_layers are for the self drafter's skipped layers, not mtp");
+      p.drafter = make_mtp_drafter(tctx, pool, decode_weight_bytes(*target, {}, 0));
+      break;
     case DrafterKind::self: {
+      if (target->hparams().n_mtp > 0 && opt.skip_layers.empty()) {  // the file's own MTP head drafts best
+        p.drafter = make_mtp_drafter(tctx, pool, decode_weight_bytes(*target, {}, 0));
+        break;
+      }
       std::vector<int> skip = opt.skip_layers.empty() ? default_skip_layers(target->n_layer()) : opt.skip_layers;
       p.drafter = context_drafter(target, *target, pool, std::move(skip), "self", opt);
       break;

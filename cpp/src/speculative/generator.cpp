@@ -85,6 +85,8 @@ void Generator::start(const std::vector<int32_t>& prompt, const GenerateOptions&
   size_t keep = 0;
   const size_t limit = std::min(kv_tokens_.size(), prompt.size() - 1);
   while (keep < limit && kv_tokens_[keep] == prompt[keep]) keep++;
+  // A recurrent target returns only to recent positions: further back it starts over.
+  if (keep != (size_t)target_.n_past() && (int)keep < target_.truncate_floor()) keep = 0;
   if (keep != (size_t)target_.n_past()) target_.truncate((int)keep);
   kv_tokens_.resize(keep);
 

@@ -1,5 +1,5 @@
-// What the speculative loop needs from a language model: logits for tokens appended to a KV
-// cache that can be cut back. A qd::Context (context_source.h) is the real one; tests use
+// What the speculative loop needs from a language model: logits for tokens appended to a sequence
+// state (a KV cache, or a hybrid model's KV cache and recurrent state) that can be cut back. A qd::Context (context_source.h) is the real one; tests use
 // testing::TableSource (cpp/bindings/testing/), a tiny synthetic one with exact, known distributions.
 #pragma once
 #include <cstdint>
@@ -16,6 +16,9 @@ class LogitSource {
   // last_only, or nullptr to skip the output layer.
   virtual void eval(const int32_t* tokens, int n, float* logits, bool last_only) = 0;
   virtual void truncate(int n_past) = 0;
+  // The smallest n_past > 0 that truncate() accepts now: 0 (any) for a KV cache; a recurrent
+  // model's state returns only to positions inside its rollback window (or to 0).
+  virtual int truncate_floor() const { return 0; }
 };
 
 }  // namespace qd::speculative

@@ -54,7 +54,7 @@ class ServerConfig:
     def drafter_kind(self) -> str:
         if self.draft in (None, "none"):
             return "none"
-        return self.draft if self.draft in ("ngram", "self") else "model"
+        return self.draft if self.draft in ("ngram", "self", "mtp") else "model"
 
 
 def _error(e: APIError, headers: Optional[dict] = None) -> JSONResponse:

@@ -59,10 +59,10 @@ def main(args) -> int:
     draft = args.draft
     if draft in (None, "none"):
         draft = None
-    elif draft not in ("ngram", "self"):
+    elif draft not in ("ngram", "self", "mtp"):
         draft = str(models.resolve(draft))
     kw = {}
-    if args.draft_quant and draft not in (None, "ngram", "self"):
+    if args.draft_quant and draft not in (None, "ngram", "self", "mtp"):
         kw["draft_quant"] = args.draft_quant
     config = ServerConfig(target=target, draft=draft, model_name=args.model_name or model_name(args.target),
                           host=args.host, port=args.port, api_key=args.api_key or os.environ.get("QUICKDRAFT_API_KEY"),
