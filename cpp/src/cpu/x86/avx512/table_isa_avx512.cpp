@@ -7,8 +7,10 @@
 // Why rows8 on AVX-512 too: measured on a Zen 4 VM (one thread, 16384 x 1536, n = 1 / 8, ms), the
 // GGUF-layout 512-bit kernels stream weights at 7-10 GB/s where rows8 reaches 23-36 (Q8_0 2.77 /
 // 4.65 against 0.75 / 3.62, Q5_0 1.67 / 6.13 against 0.57 / 2.85, Q4_K 1.46 / 3.53 against 0.47 /
-// 2.16, Q6_K 3.03 / 5.71 against 0.89 / 3.63): one sequential, software-prefetched stream beats
-// 8-16 interleaved row streams, and decoding is that stream.
+// 2.16, Q6_K 3.03 / 5.71 against 0.89 / 3.63). Not profiled further (no PMU on that VM); the
+// likely causes are the per-block scale gathers (slow on AMD) and the 2-4 interleaved row streams
+// against rows8's one sequential, software-prefetched stream. QD_WEIGHT_LAYOUT=gguf
+// (cpu/repack.h) keeps the GGUF-layout kernels for every matrix: llama.cpp's orders.
 #include "cpu/table_builder.h"
 #include "cpu/x86/act_quant.h"
 #include "cpu/x86/avx2/attention.h"
