@@ -6,12 +6,8 @@
 #include "cpu/x86/act_quant.h"
 #include "cpu/x86/avx2/attention.h"
 #include "cpu/x86/avx2/block32_quants.h"
-#include "cpu/x86/avx2/iq4xs_rows8.h"
+#include "cpu/x86/avx2/rows8_table.h"
 #include "cpu/x86/avx2/k_quants.h"
-#include "cpu/x86/avx2/q2k_q3k_rows8.h"
-#include "cpu/x86/avx2/q32_rows8.h"
-#include "cpu/x86/avx2/q4k_rows8.h"
-#include "cpu/x86/avx2/q6k_rows8.h"
 #include "cpu/x86/float_weights.h"
 #include "cpu/x86/rope.h"
 
@@ -42,18 +38,7 @@ constexpr KernelTable avx2_table(Isa isa) {
   set_not_computable(t);
   // Weights repacked at load into 8 interleaved rows (cpu/repack.h); the list above serves the
   // matrices that are not (rows not a multiple of 8, rows copied out of a repacked matrix).
-  set_rows8(t, Type::Q4_0, q32_rows8_gemm<R8Q4_0, 4>, ActFormat::q8_0);
-  set_rows8(t, Type::Q4_1, q32_rows8_gemm<R8Q4_1, 4>, ActFormat::q8_0);
-  set_rows8(t, Type::Q5_0, q32_rows8_gemm<R8Q5_0, 4>, ActFormat::q8_0);
-  set_rows8(t, Type::Q5_1, q32_rows8_gemm<R8Q5_1, 4>, ActFormat::q8_0);
-  set_rows8(t, Type::Q8_0, q32_rows8_gemm<R8Q8_0, 4>, ActFormat::q8_0);
-  set_rows8(t, Type::IQ4_NL, q32_rows8_gemm<R8IQ4_NL, 4>, ActFormat::q8_0);
-  set_rows8(t, Type::Q2_K, k23_rows8_gemm<false, 4>, ActFormat::q8_K);
-  set_rows8(t, Type::Q3_K, k23_rows8_gemm<true, 4>, ActFormat::q8_K);
-  set_rows8(t, Type::Q4_K, q4k_rows8_gemm<false, 4>, ActFormat::q8_K);
-  set_rows8(t, Type::Q5_K, q4k_rows8_gemm<true, 4>, ActFormat::q8_K);
-  set_rows8(t, Type::Q6_K, q6k_rows8_gemm<4>, ActFormat::q8_K);
-  set_rows8(t, Type::IQ4_XS, iq4xs_rows8_gemm<4>, ActFormat::q8_K);
+  set_rows8_kernels(t);
   set_quantize(t, ActFormat::q8_0, x86_quantize_q8_0);
   set_quantize(t, ActFormat::q8_K, x86_quantize_q8_K);
   t.half_to_float = x86_half_to_float;

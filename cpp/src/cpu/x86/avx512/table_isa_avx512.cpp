@@ -14,11 +14,7 @@
 #include "cpu/table_builder.h"
 #include "cpu/x86/act_quant.h"
 #include "cpu/x86/avx2/attention.h"
-#include "cpu/x86/avx2/iq4xs_rows8.h"
-#include "cpu/x86/avx2/q2k_q3k_rows8.h"
-#include "cpu/x86/avx2/q32_rows8.h"
-#include "cpu/x86/avx2/q4k_rows8.h"
-#include "cpu/x86/avx2/q6k_rows8.h"
+#include "cpu/x86/avx2/rows8_table.h"
 #include "cpu/x86/avx512/attention.h"
 #include "cpu/x86/avx512/common.h"
 #include "cpu/x86/avx512/kernels.h"
@@ -51,18 +47,7 @@ constexpr KernelTable make_table() {
   set_gemm(t, Type::Q8_K, scalar::gemm_dequant, ActFormat::f32);
   set_gemm(t, Type::IQ4_XS, avx512::gemm_iq4_xs, ActFormat::q8_K);
   set_not_computable(t);
-  set_rows8(t, Type::Q4_0, q32_rows8_gemm<R8Q4_0, 4>, ActFormat::q8_0);
-  set_rows8(t, Type::Q4_1, q32_rows8_gemm<R8Q4_1, 4>, ActFormat::q8_0);
-  set_rows8(t, Type::Q5_0, q32_rows8_gemm<R8Q5_0, 4>, ActFormat::q8_0);
-  set_rows8(t, Type::Q5_1, q32_rows8_gemm<R8Q5_1, 4>, ActFormat::q8_0);
-  set_rows8(t, Type::Q8_0, q32_rows8_gemm<R8Q8_0, 4>, ActFormat::q8_0);
-  set_rows8(t, Type::IQ4_NL, q32_rows8_gemm<R8IQ4_NL, 4>, ActFormat::q8_0);
-  set_rows8(t, Type::Q2_K, k23_rows8_gemm<false, 4>, ActFormat::q8_K);
-  set_rows8(t, Type::Q3_K, k23_rows8_gemm<true, 4>, ActFormat::q8_K);
-  set_rows8(t, Type::Q4_K, q4k_rows8_gemm<false, 4>, ActFormat::q8_K);
-  set_rows8(t, Type::Q5_K, q4k_rows8_gemm<true, 4>, ActFormat::q8_K);
-  set_rows8(t, Type::Q6_K, q6k_rows8_gemm<4>, ActFormat::q8_K);
-  set_rows8(t, Type::IQ4_XS, iq4xs_rows8_gemm<4>, ActFormat::q8_K);
+  set_rows8_kernels(t);
   set_quantize(t, ActFormat::q8_0, x86_quantize_q8_0);
   set_quantize(t, ActFormat::q8_K, x86_quantize_q8_K);
   t.half_to_float = x86_half_to_float;

@@ -1,0 +1,32 @@
+// The rows8 entries of a kernel table (weights repacked at load, cpu/repack.h): one list for every
+// x86 table that serves the layout (avx2 and avx2_vnni through x86/avx2/table.h, avx512), each
+// compiling the kernels with its own flags. Include only from those tables' translation units.
+#pragma once
+#include "cpu/table_builder.h"
+#include "cpu/x86/avx2/iq4xs_rows8.h"
+#include "cpu/x86/avx2/q2k_q3k_rows8.h"
+#include "cpu/x86/avx2/q32_rows8.h"
+#include "cpu/x86/avx2/q4k_rows8.h"
+#include "cpu/x86/avx2/q6k_rows8.h"
+
+namespace qd::cpu {
+namespace {
+
+constexpr void set_rows8_kernels(KernelTable& t) {
+  using quant::Type;
+  set_rows8(t, Type::Q4_0, q32_rows8_gemm<R8Q4_0, 4>, ActFormat::q8_0);
+  set_rows8(t, Type::Q4_1, q32_rows8_gemm<R8Q4_1, 4>, ActFormat::q8_0);
+  set_rows8(t, Type::Q5_0, q32_rows8_gemm<R8Q5_0, 4>, ActFormat::q8_0);
+  set_rows8(t, Type::Q5_1, q32_rows8_gemm<R8Q5_1, 4>, ActFormat::q8_0);
+  set_rows8(t, Type::Q8_0, q32_rows8_gemm<R8Q8_0, 4>, ActFormat::q8_0);
+  set_rows8(t, Type::IQ4_NL, q32_rows8_gemm<R8IQ4_NL, 4>, ActFormat::q8_0);
+  set_rows8(t, Type::Q2_K, k23_rows8_gemm<false, 4>, ActFormat::q8_K);
+  set_rows8(t, Type::Q3_K, k23_rows8_gemm<true, 4>, ActFormat::q8_K);
+  set_rows8(t, Type::Q4_K, q4k_rows8_gemm<false, 4>, ActFormat::q8_K);
+  set_rows8(t, Type::Q5_K, q4k_rows8_gemm<true, 4>, ActFormat::q8_K);
+  set_rows8(t, Type::Q6_K, q6k_rows8_gemm<4>, ActFormat::q8_K);
+  set_rows8(t, Type::IQ4_XS, iq4xs_rows8_gemm<4>, ActFormat::q8_K);
+}
+
+}  // namespace
+}  // namespace qd::cpu
