@@ -30,6 +30,10 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+# The working tree's package when it has a built _core (./dev-build.sh), before any installed one:
+# a stale `pip install` would otherwise be what gets measured (the workers inherit this path).
+if any((HERE.parent / "python" / "quickdraft").glob("_core*.so")):
+    sys.path.insert(0, str(HERE.parent / "python"))
 import peer  # noqa: E402
 
 from quickdraft import models  # noqa: E402
@@ -318,6 +322,7 @@ def main() -> None:
     bw = read_bandwidth(t)
     result = {"threads": t, "date": time.strftime("%Y-%m-%d"), "cpu": cpu_model(), "isa_ours": quickdraft.current_isa(),
               "isa_llama.cpp": args.isa or "native", "read_GBps": bw, "models": {}, "spec": {}}
+    print(f"quickdraft from {Path(quickdraft.__file__).parent}")
     print(f"CPU {result['cpu']}; ours on {result['isa_ours']}, llama.cpp built {result['isa_llama.cpp']}; "
           f"read bandwidth {bw:.1f} GB/s at {t} threads (Qwen 1.5B decode ceiling {bw / 0.980:.1f} tok/s)")
     if args.only in (None, "decode"):
