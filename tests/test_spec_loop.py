@@ -210,14 +210,24 @@ def test_ctrl_c_stops_generate_and_keeps_tokens(tables):
     import _thread
     import threading
 
+    import signal
+
     eng = table_engine(tables[0], None, n_ctx=10_000_000)
+    # interrupt_main() does nothing while SIGINT is ignored or at SIG_DFL, which an earlier test in
+    # the same process may have left behind: Python's own handler for the duration, and a watchdog
+    # that cancels (and so fails the test) rather than letting a lost interrupt hang the run.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(0.3, _thread.interrupt_main)
+    watchdog = threading.Timer(60.0, eng.cancel)
     timer.start()
+    watchdog.start()
     try:
         with pytest.raises(KeyboardInterrupt) as info:
             eng.generate(PROMPT, max_tokens=9_000_000, temperature=0.0, ignore_eos=True)
     finally:
         timer.cancel()
+        watchdog.cancel()
+        signal.signal(signal.SIGINT, previous)
     out = info.value.completion
     assert out is eng.last_completion
     assert out.finish_reason == "cancelled" and len(out.tokens) > 0
