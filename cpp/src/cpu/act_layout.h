@@ -11,7 +11,8 @@
 //         | dsums[cols/16] float (d * bsums: lets kernels apply per-group offsets with one FMA)
 //         | qsg[cols] int8 (qs, group order) | qsg16[cols] int8 (qs, group-of-16 order)
 //         | osg16[cols/16] int32 (-32 * bsums in group-of-16 lane order: Q6_K's offset as the
-//           integer start of its dot products)
+//           integer start of its dot products) | bsums32[cols/32] int16 (sum of each 32 qs: a
+//           32-bit load holds the sums of two Q4_K / Q5_K sub-blocks, the pair their mins meet)
 // "Group order" (qsg): each whole group of 256 values, seen as 8 blocks of 32, is stored as 4
 // vectors of 64 bytes where vector v holds bytes 8v..8v+7 of block 0, then of block 1, ... of
 // block 7: qsg[64v + 8b + t] = qs[32b + 8v + t]. With the weights in the same order, every
@@ -52,6 +53,7 @@ struct ActQ8_K {
   const int8_t* qsg;      // [cols], group order
   const int8_t* qsg16;    // [cols], group-of-16 order
   const int32_t* osg16;   // [cols / 16], group-of-16 lane order
+  const int16_t* bsums32; // [cols / 32]
 };
 
 static inline size_t act_align64(size_t n) { return (n + 63) & ~(size_t)63; }
@@ -64,8 +66,8 @@ static inline void act_regions(ActFormat f, int64_t cols, size_t out[8]) {
     const size_t r[] = {c, c / 32 * 4, c / 32 * 4, c / 32 * 32, c / 32 * 8, c, c / 32 * 4, c};
     for (int i = 0; i < 8; i++) out[i] = r[i];
   } else if (f == ActFormat::q8_K) {
-    const size_t r[] = {c, c / 256 * 4, c / 16 * 2, c / 16 * 4, c, c, c / 16 * 4};
-    for (int i = 0; i < 7; i++) out[i] = r[i];
+    const size_t r[] = {c, c / 256 * 4, c / 16 * 2, c / 16 * 4, c, c, c / 16 * 4, c / 32 * 2};
+    for (int i = 0; i < 8; i++) out[i] = r[i];
   } else {
     out[0] = c * 4;
   }
@@ -101,15 +103,17 @@ static inline ActQ8_K act_q8_K(const uint8_t* row, int64_t cols) {
   act_offsets(ActFormat::q8_K, cols, o);
   return {(const int8_t*)row,         (const float*)(row + o[1]), (const int16_t*)(row + o[2]),
           (const float*)(row + o[3]),   (const int8_t*)(row + o[4]), (const int8_t*)(row + o[5]),
-          (const int32_t*)(row + o[6])};
+          (const int32_t*)(row + o[6]),  (const int16_t*)(row + o[7])};
 }
 
-// osg16 of a Q8_K row from its bsums (cols a multiple of 256).
+// osg16 and bsums32 of a Q8_K row from its bsums (cols a multiple of 256).
 static inline void act_fill_k_sums(const ActQ8_K& v, int64_t cols) {
   int32_t* osg16 = const_cast<int32_t*>(v.osg16);
   for (int64_t g = 0; g < cols / 16; g += 16) {
     for (int p = 0; p < 16; p++) osg16[g + p] = -32 * v.bsums[g + 4 * (p % 4) + p / 4];
   }
+  int16_t* bsums32 = const_cast<int16_t*>(v.bsums32);  // |sum| <= 32 * 127: fits
+  for (int64_t i = 0; i < cols / 32; i++) bsums32[i] = (int16_t)(v.bsums[2 * i] + v.bsums[2 * i + 1]);
 }
 
 // a4 from qs: the sum of each 4 consecutive values.

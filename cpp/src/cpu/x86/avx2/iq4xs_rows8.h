@@ -13,7 +13,7 @@ namespace {
 constexpr size_t kIQ4XSRows8Block = 1104;
 
 template <int R>
-void iq4xs_rows8_tile(const Matrix& w, int64_t r0, int64_t r1, const ActQ8_K* x, float* y,
+[[gnu::noinline]] void iq4xs_rows8_tile(const Matrix& w, int64_t r0, int64_t r1, const ActQ8_K* x, float* y,
                       int64_t ldy) {
   const int64_t nb = w.cols / 256;
   const __m256i lut = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i*)quant::kvalues_iq4nl));

@@ -29,7 +29,7 @@ inline __m256i q2k_rows8_mins(const uint8_t* blk, int u) {
 }
 
 template <bool Q3, int R>
-void k23_rows8_tile(const Matrix& w, int64_t r0, int64_t r1, const ActQ8_K* x, float* y,
+[[gnu::noinline]] void k23_rows8_tile(const Matrix& w, int64_t r0, int64_t r1, const ActQ8_K* x, float* y,
                     int64_t ldy) {
   constexpr size_t kBlock = k23_rows8_block<Q3>();
   constexpr size_t kQs = Q3 ? 144 : 160;

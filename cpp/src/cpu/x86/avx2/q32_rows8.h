@@ -83,7 +83,7 @@ inline void q32_rows8_quarter(const uint8_t* blk, const int8_t* const* xq, __m25
 }
 
 template <class F, int R>
-void q32_rows8_tile(const Matrix& w, int64_t r0, int64_t r1, const ActQ8_0* x, float* y,
+[[gnu::noinline]] void q32_rows8_tile(const Matrix& w, int64_t r0, int64_t r1, const ActQ8_0* x, float* y,
                     int64_t ldy) {
   constexpr size_t kBlock = q32_rows8_block<F>();
   const int64_t nb = w.cols / 32;

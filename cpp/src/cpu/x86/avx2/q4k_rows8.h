@@ -2,8 +2,9 @@
 //
 // Per block (256 weights) and activation row: for each sub-block s of 32, the 8 k-groups'
 // vpmaddubsw products summed in int16 (at most 16 products of 15 * 127 per lane: no overflow),
-// then one vpmaddwd by the sub-block's scale; the mins against the activations' 16-sums by
-// vpmaddwd. Then acc += d * xd * S, acc -= dmin * xd * M (two FMAs per block).
+// then one vpmaddwd by the sub-block's scale; the mins against the activations' 32-sums
+// (bsums32) by vpmaddwd, two sub-blocks a time. Then acc += d * xd * S, acc -= dmin * xd * M (two
+// FMAs per block).
 #pragma once
 #include "cpu/x86/avx2/rows8_common.h"
 
@@ -17,12 +18,13 @@ constexpr size_t k4k_rows8_block() {
 }
 
 // k-groups [g0, g0 + n) of sub-block s (the low or high nibbles of the vectors at qv, plus for
-// Q5_K bit s of the qh vectors at qh) against R activation rows (at xq[j]), added to s16[j].
+// Q5_K bit s of the qh vectors at qh) against R activation rows (at xq[j]): their int16 sums
+// into s16[j] (set by the first group, added by the others).
 template <int R, bool High, bool Q5>
 inline void q4k_rows8_part(const uint8_t* qv, const uint8_t* qh, int s, int g0, int n, const int8_t* const* xq,
                            __m256i* s16) {
   const __m256i m4 = _mm256_set1_epi8(15);
-#pragma GCC unroll 2
+#pragma GCC unroll 8
   for (int g = g0; g < g0 + n; g++) {
     const __m256i wv = _mm256_loadu_si256((const __m256i*)(qv + 32 * g));
     __m256i v = High ? _mm256_and_si256(_mm256_srli_epi16(wv, 4), m4) : _mm256_and_si256(wv, m4);
@@ -31,7 +33,11 @@ inline void q4k_rows8_part(const uint8_t* qv, const uint8_t* qh, int s, int g0, 
       const __m256i h = s <= 4 ? _mm256_sll_epi16(hb, _mm_cvtsi32_si128(4 - s)) : _mm256_srl_epi16(hb, _mm_cvtsi32_si128(s - 4));
       v = _mm256_or_si256(v, _mm256_and_si256(h, _mm256_set1_epi8(0x10)));
     }
-    for (int j = 0; j < R; j++) s16[j] = _mm256_add_epi16(s16[j], _mm256_maddubs_epi16(v, rows8_bcast(xq[j] + 4 * g)));
+    for (int j = 0; j < R; j++) {
+      const __m256i p = _mm256_maddubs_epi16(v, rows8_bcast(xq[j] + 4 * g));
+      s16[j] = g == g0 ? p : _mm256_add_epi16(s16[j], p);
+      rows8_pin(s16[j]);
+    }
   }
 }
 
@@ -43,14 +49,13 @@ inline void q4k_rows8_sub(const uint8_t* blk, int s, const int8_t* const* xq, __
   const __m256i sc = rows8_u8_pairs(blk + 32 + 8 * s);
   __m256i s16[R];
   for (int half = 0; half < (Q5 ? 2 : 1); half++) {
-    for (int j = 0; j < R; j++) s16[j] = _mm256_setzero_si256();
     q4k_rows8_part<R, High, Q5>(qv, qh, s, Q5 ? 4 * half : 0, Q5 ? 4 : 8, xq, s16);
     for (int j = 0; j < R; j++) isum[j] = _mm256_add_epi32(isum[j], _mm256_madd_epi16(s16[j], sc));
   }
 }
 
 template <bool Q5, int R>
-void q4k_rows8_tile(const Matrix& w, int64_t r0, int64_t r1, const ActQ8_K* x, float* y,
+[[gnu::noinline]] void q4k_rows8_tile(const Matrix& w, int64_t r0, int64_t r1, const ActQ8_K* x, float* y,
                     int64_t ldy) {
   const int64_t nb = w.cols / 256;
   constexpr size_t ahead = rows8_prefetch_ahead<R>();
@@ -72,14 +77,16 @@ void q4k_rows8_tile(const Matrix& w, int64_t r0, int64_t r1, const ActQ8_K* x, f
         q4k_rows8_sub<R, true, Q5>(blk, 2 * t + 1, xq, isum);
       }
       const __m256 d = rows8_f16(blk), dmin = rows8_f16(blk + 16);
-      __m256i mins[8];
-      for (int s = 0; s < 8; s++) mins[s] = rows8_u8_pairs(blk + 96 + 8 * s);
+      // (m_2u, m_2u+1) of each row as an int16 pair per lane, against (bsum32_2u, bsum32_2u+1)
+      const __m128i pair_bytes = _mm_setr_epi8(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
+      __m256i mins[4];
+      for (int u = 0; u < 4; u++) {
+        mins[u] = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(_mm_loadu_si128((const __m128i*)(blk + 96 + 16 * u)), pair_bytes));
+      }
       for (int j = 0; j < R; j++) {
-        __m256i msum = _mm256_setzero_si256();
-        const int16_t* bs = x[j].bsums + 16 * b;
-        for (int s = 0; s < 8; s++) {
-          msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mins[s], rows8_bcast((const int8_t*)(bs + 2 * s))));
-        }
+        const int8_t* bs = (const int8_t*)(x[j].bsums32 + 8 * b);
+        __m256i msum = _mm256_madd_epi16(mins[0], rows8_bcast(bs));
+        for (int u = 1; u < 4; u++) msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mins[u], rows8_bcast(bs + 4 * u)));
         const __m256 xd = _mm256_set1_ps(x[j].d[b]);
         acc[j] = _mm256_fmadd_ps(_mm256_mul_ps(d, xd), _mm256_cvtepi32_ps(isum[j]), acc[j]);
         acc[j] = _mm256_fnmadd_ps(_mm256_mul_ps(dmin, xd), _mm256_cvtepi32_ps(msum), acc[j]);

@@ -75,7 +75,7 @@ inline void q6k_rows8_chunk(const uint8_t* blk, const ActQ8_K* x, int64_t b, __m
 }
 
 template <int R>
-void q6k_rows8_tile(const Matrix& w, int64_t r0, int64_t r1, const ActQ8_K* x, float* y,
+[[gnu::noinline]] void q6k_rows8_tile(const Matrix& w, int64_t r0, int64_t r1, const ActQ8_K* x, float* y,
                     int64_t ldy) {
   const int64_t nb = w.cols / 256;
   constexpr size_t ahead = rows8_prefetch_ahead<R>();
