@@ -41,11 +41,14 @@ template <int R, int T, bool High>
 inline void q6k_rows8_group(const uint8_t* blk, int p, const int8_t* const* xq, __m256i sc, __m256i* isum) {
   for (int half = 0; half < 2; half++) {
     __m256i s16[R];
-    for (int j = 0; j < R; j++) s16[j] = _mm256_setzero_si256();
     for (int gg = 0; gg < 2; gg++) {
       const int g = 4 * p + 2 * half + gg;
       const __m256i v = q6k_rows8_values<T, High>(blk, g);
-      for (int j = 0; j < R; j++) s16[j] = _mm256_add_epi16(s16[j], _mm256_maddubs_epi16(v, rows8_bcast(xq[j] + 4 * g)));
+      for (int j = 0; j < R; j++) {
+        const __m256i prod = _mm256_maddubs_epi16(v, rows8_bcast(xq[j] + 4 * g));
+        s16[j] = gg == 0 ? prod : _mm256_add_epi16(s16[j], prod);
+        rows8_pin(s16[j]);
+      }
     }
     for (int j = 0; j < R; j++) isum[j] = _mm256_add_epi32(isum[j], _mm256_madd_epi16(s16[j], sc));
   }
