@@ -349,6 +349,22 @@ def test_half_conversions(isa):
 
 
 @pytest.mark.parametrize("isa", ISA_PARAMS)
+def test_silu_mul(isa):
+    """SwiGLU's silu(gate) * up against float64, over the range where exp's fast and slow paths
+    meet (|gate| past 88, where exp(-gate) overflows or flushes) and a tail shorter than a vector."""
+    rng = np.random.default_rng(21)
+    gate = (rng.standard_normal(1003) * np.exp(rng.uniform(-6, 5, 1003))).astype(np.float32)
+    gate[:8] = [0.0, -0.0, 87.0, -87.0, 89.0, -89.0, 150.0, -150.0]
+    gate[8:16] = [200.0, -200.0, 1e-30, -1e-30, 30.0, -30.0, 3.0, -3.0]
+    up = rng.standard_normal(1003).astype(np.float32)
+    got = _core._testing.kernels.silu_mul(gate, up, isa)
+    g = gate.astype(np.float64)
+    with np.errstate(over="ignore"):
+        ref = g / (1.0 + np.exp(-g)) * up
+    np.testing.assert_allclose(got, ref, rtol=2e-6, atol=1e-30)
+
+
+@pytest.mark.parametrize("isa", ISA_PARAMS)
 @pytest.mark.parametrize("n", [64, 128, 256, 72, 13])
 def test_weighted_rows_add(isa, n):
     """Attention's weighted sum of values: each of the 16 lanes (key index mod 16) gets its rows'

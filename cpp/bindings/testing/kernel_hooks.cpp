@@ -1,5 +1,5 @@
 // Test and benchmark hooks for the CPU kernels: quickdraft._core._testing.kernels (matmul,
-// bench_matmul, quantize_row, weighted_rows_add, f16_to_f32, f32_to_f16, table).
+// bench_matmul, quantize_row, weighted_rows_add, silu_mul, f16_to_f32, f32_to_f16, table).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -161,6 +161,18 @@ void register_kernel_hooks(py::module_& k) {
       },
       py::arg("w"), py::arg("v"), py::arg("lane0"), py::arg("partial"), py::arg("isa") = py::none(),
       "partial [16][n] after adding w[r] * v[r] to lane (lane0 + r) % 16, rows in order (a copy).");
+  k.def(
+      "silu_mul",
+      [](FloatArray gate, FloatArray up, std::optional<std::string> isa) {
+        if (gate.ndim() != 1 || up.ndim() != 1 || gate.size() != up.size()) {
+          throw qd::ArgError("silu_mul: gate and up are 1-D arrays of one length");
+        }
+        FloatArray out(gate.size());
+        std::copy(gate.data(), gate.data() + gate.size(), out.mutable_data());
+        qd::cpu::kernel_table(isa_or_active(isa)).silu_mul(out.mutable_data(), up.data(), (int64_t)gate.size());
+        return out;
+      },
+      py::arg("gate"), py::arg("up"), py::arg("isa") = py::none(), "silu(gate) * up (a copy).");
   k.def(
       "f16_to_f32",
       [](py::array_t<uint16_t, py::array::c_style | py::array::forcecast> h, std::optional<std::string> isa) {

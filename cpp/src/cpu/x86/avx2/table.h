@@ -7,6 +7,7 @@
 #include "cpu/x86/avx2/attention.h"
 #include "cpu/x86/avx2/block32_quants.h"
 #include "cpu/x86/avx2/rows8_table.h"
+#include "cpu/x86/avx2/silu.h"
 #include "cpu/x86/avx2/k_quants.h"
 #include "cpu/x86/float_weights.h"
 #include "cpu/x86/rope.h"
@@ -48,7 +49,7 @@ constexpr KernelTable avx2_table(Isa isa) {
   t.softmax = avx2::softmax;
   t.weighted_rows_add = avx2::weighted_rows_add;
   t.reduce_lanes = scalar::reduce_lanes;
-  t.silu_mul = scalar::silu_mul;
+  t.silu_mul = avx2::silu_mul;
   t.rope = x86_rope;
   return t;
 }
