@@ -21,7 +21,7 @@ inline __m256 rows8_f16(const uint8_t* p) { return _mm256_cvtph_ps(_mm_loadu_si1
 // into a reassociated tree and spills it (measured on the Q4_K tile: 5-10 % slower than a loop
 // unrolled twice); with it the unrolled chain stays sequential in one register. The integer sums
 // are exact in any order, so this changes speed only, never results.
-inline void rows8_pin(__m256i& v) { __asm__("" : "+x"(v)); }
+inline void rows8_pin(__m256i& v) { __asm__("" : "+v"(v)); }  // "v": any of the 32 registers under AVX-512
 
 // 4 activation bytes broadcast to every 32-bit lane.
 inline __m256i rows8_bcast(const int8_t* p) {
