@@ -2,7 +2,7 @@
 // against Q8_0 activations, AVX2.
 //
 // Per block and activation row: the unsigned 4/5-bit values' vpmaddubsw products summed in int16
-// (at most 16 products of 15 * 127, or 8 of 31 * 127, per lane), or the signed values of Q8_0
+// (at most 16 products of 15 * 127 for the whole block, or 8 of 31 * 127 per half, per lane), or the signed values of Q8_0
 // and IQ4_NL (its codebook) through the sign trick one k-group at a time; then acc += d * xd * S,
 // plus the offset times an activation block sum: Q4_0's -8 d and Q5_0's -16 d times d * sum (s),
 // Q4_1/Q5_1's m times llama.cpp's FP16-rounded block_q8_1 sum (sm, as the GGUF-layout kernels):
@@ -53,6 +53,13 @@ inline __m256i q32_rows8_values(const uint8_t* blk) {
   }
 }
 
+// How many k-groups' vpmaddubsw products one int16 sum holds: 8 for the 4-bit types (16
+// products of 15 * 127 per lane), 4 for the 5-bit ones (8 of 31 * 127).
+template <class F>
+constexpr int q32_rows8_span() {
+  return F::kFifth ? 4 : 8;
+}
+
 template <class F, int R, int C>
 inline void q32_rows8_group(const uint8_t* blk, const int8_t* const* xq, __m256i* s16, __m256i* isum) {
   const __m256i v = q32_rows8_values<F, C>(blk);
@@ -63,20 +70,22 @@ inline void q32_rows8_group(const uint8_t* blk, const int8_t* const* xq, __m256i
       isum[j] = _mm256_add_epi32(isum[j], _mm256_madd_epi16(p, ones));
     }
   } else {
-    for (int j = 0; j < R; j++) s16[j] = _mm256_add_epi16(s16[j], _mm256_maddubs_epi16(v, rows8_bcast(xq[j] + 4 * C)));
+    for (int j = 0; j < R; j++) {
+      const __m256i p = _mm256_maddubs_epi16(v, rows8_bcast(xq[j] + 4 * C));
+      s16[j] = C % q32_rows8_span<F>() == 0 ? p : _mm256_add_epi16(s16[j], p);
+      rows8_pin(s16[j]);
+    }
   }
 }
 
-// int16 sums of k-groups [C0, C0 + 4) into isum.
+// k-groups [C0, C0 + 4) into isum (through s16, folded in once per span).
 template <class F, int R, int C0>
-inline void q32_rows8_quarter(const uint8_t* blk, const int8_t* const* xq, __m256i* isum) {
-  __m256i s16[R];
-  for (int j = 0; j < R; j++) s16[j] = _mm256_setzero_si256();
+inline void q32_rows8_quarter(const uint8_t* blk, const int8_t* const* xq, __m256i* s16, __m256i* isum) {
   q32_rows8_group<F, R, C0>(blk, xq, s16, isum);
   q32_rows8_group<F, R, C0 + 1>(blk, xq, s16, isum);
   q32_rows8_group<F, R, C0 + 2>(blk, xq, s16, isum);
   q32_rows8_group<F, R, C0 + 3>(blk, xq, s16, isum);
-  if constexpr (!q32_rows8_signed<F>()) {
+  if constexpr (!q32_rows8_signed<F>() && (C0 + 4) % q32_rows8_span<F>() == 0) {
     const __m256i ones = _mm256_set1_epi16(1);
     for (int j = 0; j < R; j++) isum[j] = _mm256_add_epi32(isum[j], _mm256_madd_epi16(s16[j], ones));
   }
@@ -101,8 +110,9 @@ template <class F, int R>
         isum[j] = _mm256_setzero_si256();
         xq[j] = x[j].qs + 32 * b;
       }
-      q32_rows8_quarter<F, R, 0>(blk, xq, isum);
-      q32_rows8_quarter<F, R, 4>(blk, xq, isum);
+      __m256i s16[R];
+      q32_rows8_quarter<F, R, 0>(blk, xq, s16, isum);
+      q32_rows8_quarter<F, R, 4>(blk, xq, s16, isum);
       const __m256 d = rows8_f16(blk);
       __m256 off = _mm256_setzero_ps();
       if constexpr (F::kHalves == 2) {
