@@ -61,7 +61,10 @@ def test_requantized_at_load_is_the_file_requantized_offline(tmp_path, arch, wty
     offline = write_tiny_model(tmp_path / "offline.gguf", TinySpec(**{**spec.__dict__, "requantized": "Q4_0"}))
     at_load = _core.LoadedModel(str(stored), requantize="q4_0")
     want = _core.LoadedModel(str(offline))
-    assert set(at_load.matrix_types.values()) == {"Q4_0"}
+    # every matrix a forward pass multiplies by is Q4_0; an embedding only looked up keeps its type
+    types = at_load.matrix_types
+    assert types.pop("token_embd.weight") == ("Q4_0" if tied else embd_type)
+    assert set(types.values()) == {"Q4_0"}
     assert at_load.matrix_types == want.matrix_types
     np.testing.assert_array_equal(_core.Context(at_load, 64, 2).eval(PROMPT), _core.Context(want, 64, 2).eval(PROMPT))
 
@@ -163,12 +166,15 @@ REAL_IDS = [750, 3974, 10231, 2890, 982, 262, 471, 2890, 421, 2890, 2651, 220, 1
 @pytest.mark.real
 @pytest.mark.slow
 def test_qwen_draft_requantized_to_q4_0(model_path):
-    """Every wider matrix of the real 0.5B becomes Q4_0 (its Q4_K ones, as wide, stay); its logits
-    stay close to the stored model's: the same top-1 at most positions, a small KL divergence."""
+    """Every wider matrix of the real 0.5B becomes Q4_0 (its Q4_K ones, as wide, stay; so does its
+    embedding, which has a separate output layer and is only looked up); its logits stay close to
+    the stored model's: the same top-1 at most positions, a small KL divergence."""
     path = str(model_path("qwen2.5-coder-0.5b"))
     stored, requant = _core.LoadedModel(path), _core.LoadedModel(path, requantize="q4_0")
+    assert "output.weight" in stored.matrix_types
     for name, t in stored.matrix_types.items():
-        assert requant.matrix_types[name] == ("Q4_K" if t == "Q4_K" else "Q4_0"), name
+        kept = t == "Q4_K" or name == "token_embd.weight"
+        assert requant.matrix_types[name] == (t if kept else "Q4_0"), name
     ids = REAL_IDS * 2
     a, b = _core.Context(stored, 64, 2).eval(ids), _core.Context(requant, 64, 2).eval(ids)
 

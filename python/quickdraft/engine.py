@@ -145,7 +145,8 @@ class Engine:
     (None: 32768 when the draft vocabulary has 65536 tokens or more, else all; 0: all). The
     output is unchanged, only the drafts: the target verifies with its full output layer.
     draft_quant: a GGML type name ("q4_0"): a draft model's weight matrices stored in a wider type
-    (Q5_0, Q8_0, Q6_K...) are requantized to it at load, a cheaper step for a little acceptance.
+    (Q5_0, Q8_0, Q6_K...) are requantized to it at load, a cheaper step for a little acceptance
+    (an embedding with a separate output layer is only looked up, and keeps its type).
     "auto" (the default): q4_0 for a draft model, which measured faster end to end on every
     prompt on AVX2 and AVX-512 (docs/benchmarks.md, "Draft levers"), except the target's own
     file (a model drafting for itself accepts every token); None or "none": as stored. draft_skip: layers a draft model skips (as "self" skips skip_layers). Both
