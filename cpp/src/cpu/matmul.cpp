@@ -117,22 +117,61 @@ void dequantize_row(const Matrix& w, int64_t r, float* dst) {
 
 namespace {
 
-void matmul_impl(const Matrix& w, const float* x, int64_t n, float* y, int64_t ldy, ThreadPool& pool, Isa isa) {
-  check_shape(w);
-  if (ldy < w.rows) throw ArgError("matmul: ldy " + std::to_string(ldy) + " < rows " + std::to_string(w.rows));
-  if (n <= 0) return;
-  const KernelTable& table = kernel_table(isa);
+// One product of a group sharing an input: its kernel and its tasks' place in the group's list.
+struct GroupPart {
+  const Matrix* w;
+  float* y;
+  int64_t ldy;
+  GemmKernel k;
   bool by_row;
-  const GemmKernel k = find_kernel(table, w, &by_row);
+  int64_t chunk, n_chunks, first_task;
+};
 
+// The products y_m = x w_m^T of `count` matrices with the same input x (n rows of cols floats),
+// quantized once when every kernel takes the same activation format, in ONE pool run over all
+// their tasks. Each output is the same bits as from a product on its own (same kernel, same
+// per-row order), so grouping changes nothing but the number of pool wake-ups.
+void matmul_group_impl(const Matrix* const* ws, float* const* ys, const int64_t* ldys, int count, const float* x,
+                       int64_t n, ThreadPool& pool, Isa isa) {
+  const KernelTable& table = kernel_table(isa);
+  constexpr int kMaxGroup = 4;
+  if (count < 1 || count > kMaxGroup) throw ArgError("matmul: a group of " + std::to_string(count) + " products (1 to 4)");
+  GroupPart parts[kMaxGroup];
+  constexpr int64_t kActBlock = 64;
+  const int64_t n_ablocks = (n + kActBlock - 1) / kActBlock;
+  int64_t n_tasks = 0;
+  for (int m = 0; m < count; m++) {
+    const Matrix& w = *ws[m];
+    check_shape(w);
+    if (ldys[m] < w.rows) throw ArgError("matmul: ldy " + std::to_string(ldys[m]) + " < rows " + std::to_string(w.rows));
+    GroupPart& p = parts[m];
+    p.w = &w;
+    p.y = ys[m];
+    p.ldy = ldys[m];
+    p.k = find_kernel(table, w, &p.by_row);
+    p.chunk = rows_per_task(w, pool.size(), n);
+    p.n_chunks = (w.rows + p.chunk - 1) / p.chunk;
+    p.first_task = n_tasks;
+    n_tasks += p.n_chunks * n_ablocks;
+  }
+  if (n <= 0) return;
+  bool shared = true;
+  for (int m = 1; m < count; m++) shared = shared && parts[m].k.act == parts[0].k.act && ws[m]->cols == ws[0]->cols;
+  if (!shared) {  // different activation formats or widths: one product at a time
+    for (int m = 0; m < count; m++) matmul_group_impl(ws + m, ys + m, ldys + m, 1, x, n, pool, isa);
+    return;
+  }
+
+  const int64_t cols = ws[0]->cols;
+  const ActFormat fmt = parts[0].k.act;
   const uint8_t* act = (const uint8_t*)x;
-  size_t stride = (size_t)w.cols * sizeof(float);
-  if (k.act != ActFormat::f32) {
-    stride = act_row_bytes(k.act, w.cols);
+  size_t stride = (size_t)cols * sizeof(float);
+  if (fmt != ActFormat::f32) {
+    stride = act_row_bytes(fmt, cols);
     uint8_t* q = act_scratch(stride * (size_t)n);
-    const QuantizeRowFn quantize_row = table.quantize[(int)k.act];
-    auto quantize = [&](int i) { quantize_row(x + (size_t)i * w.cols, w.cols, q + (size_t)i * stride); };
-    if (n * w.cols <= 32768) {  // a few microseconds: cheaper than waking the pool for it
+    const QuantizeRowFn quantize_row = table.quantize[(int)fmt];
+    auto quantize = [&](int i) { quantize_row(x + (size_t)i * cols, cols, q + (size_t)i * stride); };
+    if (n * cols <= 32768) {  // a few microseconds: cheaper than waking the pool for it
       for (int i = 0; i < (int)n; i++) quantize(i);
     } else {
       pool.run((int)n, quantize);
@@ -140,24 +179,31 @@ void matmul_impl(const Matrix& w, const float* x, int64_t n, float* y, int64_t l
     act = q;
   }
 
-  // Tasks: (weight-row chunk, block of up to kActBlock activation rows), chunk-major. Long
-  // batches (prompts) are cut so a task's activations stay in L2 next to its weights; every
-  // (row, column) is still computed the same way, whichever task holds it.
-  constexpr int64_t kActBlock = 64;
-  const int64_t chunk = rows_per_task(w, pool.size(), n);
-  const int64_t n_chunks = (w.rows + chunk - 1) / chunk;
-  const int64_t n_ablocks = (n + kActBlock - 1) / kActBlock;
-  pool.run((int)(n_chunks * n_ablocks), [&](int task) {
-    const int64_t c = task / n_ablocks, a0 = task % n_ablocks * kActBlock;
-    const int64_t r0 = c * chunk, r1 = std::min(w.rows, r0 + chunk);
+  // Tasks: (product, weight-row chunk, block of up to kActBlock activation rows), chunk-major
+  // within each product. Long batches (prompts) are cut so a task's activations stay in L2 next
+  // to its weights; every (row, column) is still computed the same way, whichever task holds it.
+  pool.run((int)n_tasks, [&](int task) {
+    int m = count - 1;
+    while (m > 0 && task < parts[m].first_task) m--;
+    const GroupPart& p = parts[m];
+    const int64_t t = task - p.first_task;
+    const int64_t c = t / n_ablocks, a0 = t % n_ablocks * kActBlock;
+    const int64_t r0 = c * p.chunk, r1 = std::min(p.w->rows, r0 + p.chunk);
     const uint8_t* a = act + (size_t)a0 * stride;
-    const int64_t m = std::min(kActBlock, n - a0);
-    if (by_row) {
-      gemm_rows8_by_row(k.fn, w, r0, r1, a, stride, m, y + a0 * ldy, ldy);
+    const int64_t rows = std::min(kActBlock, n - a0);
+    if (p.by_row) {
+      gemm_rows8_by_row(p.k.fn, *p.w, r0, r1, a, stride, rows, p.y + a0 * p.ldy, p.ldy);
     } else {
-      k.fn(w, r0, r1, a, stride, m, y + a0 * ldy, ldy);
+      p.k.fn(*p.w, r0, r1, a, stride, rows, p.y + a0 * p.ldy, p.ldy);
     }
   });
+}
+
+void matmul_impl(const Matrix& w, const float* x, int64_t n, float* y, int64_t ldy, ThreadPool& pool, Isa isa) {
+  const Matrix* ws[1] = {&w};
+  float* ys[1] = {y};
+  const int64_t ldys[1] = {ldy};
+  matmul_group_impl(ws, ys, ldys, 1, x, n, pool, isa);
 }
 
 }  // namespace
@@ -172,6 +218,12 @@ void matmul(const Matrix& w, const float* x, int64_t n, float* y, int64_t ldy, T
 
 void matmul(const Matrix& w, const float* x, int64_t n, float* y, ThreadPool& pool) {
   matmul(w, x, n, y, pool, active_isa());
+}
+
+void matmul_group(const Matrix* const* ws, float* const* ys, int count, const float* x, int64_t n, ThreadPool& pool) {
+  int64_t ldys[4] = {0, 0, 0, 0};
+  for (int m = 0; m < count && m < 4; m++) ldys[m] = ws[m]->rows;
+  matmul_group_impl(ws, ys, ldys, count, x, n, pool, active_isa());
 }
 
 }  // namespace qd::cpu

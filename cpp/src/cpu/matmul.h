@@ -44,6 +44,11 @@ void matmul(const Matrix& w, const float* x, int64_t n, float* y, ThreadPool& po
 // a product with any other row range of the same matrix (the kernels' contract).
 void matmul(const Matrix& w, const float* x, int64_t n, float* y, int64_t ldy, ThreadPool& pool);
 
+// ys[m] = the product of ws[m] with the same x, for 1 <= count <= 4 matrices of one width (q, k
+// and v; gate and up): the input quantized once and one pool run over every product's rows.
+// The same bits as count separate matmul() calls.
+void matmul_group(const Matrix* const* ws, float* const* ys, int count, const float* x, int64_t n, ThreadPool& pool);
+
 // Weight row r dequantized to cols floats (embedding lookup).
 void dequantize_row(const Matrix& w, int64_t r, float* dst);
 

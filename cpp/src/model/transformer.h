@@ -157,6 +157,18 @@ struct Step {
   }
 
   void matmul(const cpu::Matrix& w, const float* in, float* out) const { cpu::matmul(w, in, n, out, pool); }
+  // Products of matrices sharing the input `in`: one quantization, one pool run.
+  void matmul2(const cpu::Matrix& w0, float* out0, const cpu::Matrix& w1, float* out1, const float* in) const {
+    const cpu::Matrix* ws[] = {&w0, &w1};
+    float* ys[] = {out0, out1};
+    cpu::matmul_group(ws, ys, 2, in, n, pool);
+  }
+  void matmul3(const cpu::Matrix& w0, float* out0, const cpu::Matrix& w1, float* out1, const cpu::Matrix& w2,
+               float* out2, const float* in) const {
+    const cpu::Matrix* ws[] = {&w0, &w1, &w2};
+    float* ys[] = {out0, out1, out2};
+    cpu::matmul_group(ws, ys, 3, in, n, pool);
+  }
 };
 
 // A loaded model of one family. Weights point into the GGUF mapping, except the few small
