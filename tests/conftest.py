@@ -4,11 +4,27 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import threading
 from pathlib import Path
 
 import pytest
 
 from quickdraft import models
+
+
+@pytest.fixture(autouse=True)
+def _sigint_handler_restored():
+    """Every test ends with the SIGINT handler it started with. Servers and event loops (uvicorn,
+    asyncio) swap it; one left behind (SIG_DFL / SIG_IGN) makes a later Ctrl-C test's
+    interrupt_main() do nothing, and that test hangs (seen once in a fresh-clone CI run)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = signal.getsignal(signal.SIGINT)
+    yield
+    if signal.getsignal(signal.SIGINT) is not before and before is not None:
+        signal.signal(signal.SIGINT, before)
 
 # llama.cpp reference outputs, copied from ../shared/reference/ (see its README.md there) so that
 # a clone tests against them wherever it lives.
