@@ -349,6 +349,18 @@ def test_half_conversions(isa):
 
 
 @pytest.mark.parametrize("isa", ISA_PARAMS)
+def test_reduce_lanes(isa):
+    """Attention's 16 partial sums per column, summed in one fixed tree on every ISA: bit for bit
+    the tree written out in numpy float32 ((l + l+8), then + (l+4), then (0+2) + (1+3))."""
+    rng = np.random.default_rng(17)
+    p = (rng.standard_normal((16, 203)) * np.exp(rng.uniform(-8, 8, (16, 203)))).astype(np.float32)
+    t = p[8:] + p[:8]
+    u = t[4:] + t[:4]
+    ref = (u[0] + u[2]) + (u[1] + u[3])
+    assert np.array_equal(_core._testing.kernels.reduce_lanes(p, isa), ref)
+
+
+@pytest.mark.parametrize("isa", ISA_PARAMS)
 def test_silu_mul(isa):
     """SwiGLU's silu(gate) * up against float64, over the range where exp's fast and slow paths
     meet (|gate| past 88, where exp(-gate) overflows or flushes) and a tail shorter than a vector."""

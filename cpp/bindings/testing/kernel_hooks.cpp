@@ -1,5 +1,5 @@
 // Test and benchmark hooks for the CPU kernels: quickdraft._core._testing.kernels (matmul,
-// bench_matmul, quantize_row, weighted_rows_add, silu_mul, f16_to_f32, f32_to_f16, table).
+// bench_matmul, quantize_row, weighted_rows_add, reduce_lanes, silu_mul, f16_to_f32, f32_to_f16, table).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -161,6 +161,17 @@ void register_kernel_hooks(py::module_& k) {
       },
       py::arg("w"), py::arg("v"), py::arg("lane0"), py::arg("partial"), py::arg("isa") = py::none(),
       "partial [16][n] after adding w[r] * v[r] to lane (lane0 + r) % 16, rows in order (a copy).");
+  k.def(
+      "reduce_lanes",
+      [](FloatArray partial, std::optional<std::string> isa) {
+        if (partial.ndim() != 2 || partial.shape(0) != qd::cpu::kAttentionLanes) {
+          throw qd::ArgError("reduce_lanes: partial [16][n]");
+        }
+        FloatArray out(partial.shape(1));
+        qd::cpu::kernel_table(isa_or_active(isa)).reduce_lanes(partial.data(), (int)partial.shape(1), out.mutable_data());
+        return out;
+      },
+      py::arg("partial"), py::arg("isa") = py::none(), "The 16 lanes' partial sums of each column, summed (one fixed tree).");
   k.def(
       "silu_mul",
       [](FloatArray gate, FloatArray up, std::optional<std::string> isa) {

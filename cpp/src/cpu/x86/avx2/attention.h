@@ -125,5 +125,19 @@ inline void weighted_rows_add(const float* w, const float* v, int rows, int n, i
   }
 }
 
+// reduce_lanes with 8 columns per step: the same tree, lane by lane.
+inline void reduce_lanes(const float* partial, int n, float* out) {
+  int d = 0;
+  for (; d + 8 <= n; d += 8) {
+    __m256 t[8];
+    for (int i = 0; i < 8; i++) {
+      t[i] = _mm256_add_ps(_mm256_loadu_ps(partial + (size_t)(i + 8) * n + d), _mm256_loadu_ps(partial + (size_t)i * n + d));
+    }
+    for (int i = 0; i < 4; i++) t[i] = _mm256_add_ps(t[i + 4], t[i]);
+    _mm256_storeu_ps(out + d, _mm256_add_ps(_mm256_add_ps(t[0], t[2]), _mm256_add_ps(t[1], t[3])));
+  }
+  if (d < n) reduce_lanes_strided(partial + d, n - d, n, out + d);
+}
+
 }  // namespace
 }  // namespace qd::cpu::avx2

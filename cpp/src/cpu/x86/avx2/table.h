@@ -48,7 +48,7 @@ constexpr KernelTable avx2_table(Isa isa) {
   t.scaled_dots = avx2::scaled_dots;
   t.softmax = avx2::softmax;
   t.weighted_rows_add = avx2::weighted_rows_add;
-  t.reduce_lanes = scalar::reduce_lanes;
+  t.reduce_lanes = avx2::reduce_lanes;
   t.silu_mul = avx2::silu_mul;
   t.rope = x86_rope;
   return t;
