@@ -2,6 +2,7 @@
 // (arm/neon/common.h; neon_dot's uses SDOT). Include only from table_isa_neon.cpp and
 // table_isa_neon_dot.cpp.
 #pragma once
+#include "cpu/arm/neon/attention.h"
 #include "cpu/arm/neon/block32_quants.h"
 #include "cpu/arm/neon/k_quants.h"
 #include "cpu/table_builder.h"
@@ -38,7 +39,7 @@ constexpr KernelTable make_neon_table(Isa isa) {
   t.half_to_float_rows = scalar::half_to_float_rows;
   t.scaled_dots = scalar::scaled_dots;
   t.softmax = scalar::softmax;
-  t.weighted_rows_add = scalar::weighted_rows_add;
+  t.weighted_rows_add = neon::weighted_rows_add;
   t.reduce_lanes = scalar::reduce_lanes;
   t.silu_mul = scalar::silu_mul;
   t.rope = scalar::rope;
