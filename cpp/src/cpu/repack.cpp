@@ -459,6 +459,8 @@ size_t rows8_bytes(const Matrix& w) {
   return (size_t)(w.rows / 8) * (size_t)(w.cols / t->block_size) * group_block_bytes(w.type);
 }
 
+namespace {
+// QD_WEIGHT_LAYOUT=gguf, read once.
 bool weight_layout_kept() {
   static const bool kept = [] {
     const char* v = std::getenv("QD_WEIGHT_LAYOUT");
@@ -466,6 +468,7 @@ bool weight_layout_kept() {
   }();
   return kept;
 }
+}  // namespace
 
 bool rows8_wanted(const Matrix& w, Isa isa) {
   return !weight_layout_kept() && w.layout == Layout::gguf && w.rows % 8 == 0 && rows8_supported(w.type) && w.type < kMaxTypeId &&

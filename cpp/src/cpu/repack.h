@@ -31,7 +31,6 @@ size_t rows8_bytes(const Matrix& w);
 // unless QD_WEIGHT_LAYOUT=gguf keeps every matrix as stored: then the GGUF-layout kernels serve all
 // (on avx512, llama.cpp's own summation orders: its logits bit for bit, at a cost in speed).
 bool rows8_wanted(const Matrix& w, Isa isa);
-bool weight_layout_kept();  // QD_WEIGHT_LAYOUT=gguf, read once
 
 // Storage for a repacked matrix: rows8_bytes(w) bytes, 64-byte aligned (the layouts keep their
 // 32-byte loads inside cache lines), uninitialized until repack_rows8 writes it.

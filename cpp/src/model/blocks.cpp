@@ -12,7 +12,7 @@ void attention_block(Step& s, const LayerWeights& L, int il) {
   const Hparams& hp = s.hp;
   const int n = s.n, hd = hp.head_dim;
   const int q_dim = hp.n_head * hd, kv_dim = hp.n_head_kv * hd;
-  s.matmul3(L.wq, s.q, L.wk, s.k, L.wv, s.v, s.xn);
+  s.matmul_shared(s.xn, {{&L.wq, s.q}, {&L.wk, s.k}, {&L.wv, s.v}});
   if (L.bq) {
     add_rows(s.q, L.bq, n, q_dim);
     add_rows(s.k, L.bk, n, kv_dim);
@@ -51,7 +51,7 @@ void attention_block(Step& s, const LayerWeights& L, int il) {
 }
 
 void ffn_block(Step& s, const LayerWeights& L, int il, Act act) {
-  s.matmul2(L.ffn_gate, s.gate, L.ffn_up, s.up, s.xn);
+  s.matmul_shared(s.xn, {{&L.ffn_gate, s.gate}, {&L.ffn_up, s.up}});
   s.note("ffn_gate", il, s.gate, s.hp.n_ff);
   s.note("ffn_up", il, s.up, s.hp.n_ff);
   // Element-wise, row by row (the AVX-512 silu goes 16 values at a time from each row's start,

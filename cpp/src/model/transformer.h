@@ -2,10 +2,13 @@
 // per-ubatch state a family's layer() works on. One file per family implements load + layer().
 #pragma once
 #include <deque>
+#include <initializer_list>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "common/error.h"
 #include "cpu/matmul.h"
 #include "cpu/repack.h"
 #include "model/model.h"
@@ -157,17 +160,18 @@ struct Step {
   }
 
   void matmul(const cpu::Matrix& w, const float* in, float* out) const { cpu::matmul(w, in, n, out, pool); }
-  // Products of matrices sharing the input `in`: one quantization, one pool run.
-  void matmul2(const cpu::Matrix& w0, float* out0, const cpu::Matrix& w1, float* out1, const float* in) const {
-    const cpu::Matrix* ws[] = {&w0, &w1};
-    float* ys[] = {out0, out1};
-    cpu::matmul_group(ws, ys, 2, in, n, pool);
-  }
-  void matmul3(const cpu::Matrix& w0, float* out0, const cpu::Matrix& w1, float* out1, const cpu::Matrix& w2,
-               float* out2, const float* in) const {
-    const cpu::Matrix* ws[] = {&w0, &w1, &w2};
-    float* ys[] = {out0, out1, out2};
-    cpu::matmul_group(ws, ys, 3, in, n, pool);
+  // Products of up to 4 matrices sharing the input `in`, as (matrix, output) pairs: one
+  // quantization of `in`, one pool run.
+  void matmul_shared(const float* in, std::initializer_list<std::pair<const cpu::Matrix*, float*>> products) const {
+    const cpu::Matrix* ws[4];
+    float* ys[4];
+    int count = 0;
+    for (const auto& [w, y] : products) {
+      if (count == 4) throw ArgError("matmul_shared: at most 4 products");
+      ws[count] = w;
+      ys[count++] = y;
+    }
+    cpu::matmul_group(ws, ys, count, in, n, pool);
   }
 };
 

@@ -89,6 +89,15 @@ struct Engine::Parts {
 
 namespace {
 
+// A recurrent model returns over at most one verify batch (the target) or its own drafted tokens
+// (a draft): a rollback window of draft_max + 1 rows, whose snapshot memory grows with it. An
+// out-of-range draft_max is left for the generator to report.
+void fit_rollback_window(Context& ctx, int draft_max) {
+  const bool valid_max = draft_max >= 0 && draft_max < 256;
+  if (ctx.rollback_window() > 0 && valid_max && ctx.rollback_window() != draft_max + 1)
+    ctx.set_rollback(ctx.rollback_mode(), draft_max + 1);
+}
+
 // Bytes of weights one decode step of `m` reads, as it computes (requantized types included):
 // the layers not in `skip`, and the output layer (a tied one counted once; the embedding table
 // is only looked up), scaled by head_rows / n_vocab when only a head subset is scored. Decode
@@ -123,10 +132,7 @@ std::unique_ptr<ModelDrafter> context_drafter(std::shared_ptr<const Model> m, co
   const double full = decode_weight_bytes(target, {}, 0);
   const double hint = full > 0 ? decode_weight_bytes(*m, skip, head) / full : -1.0;
   auto ctx = std::make_unique<Context>(std::move(m), opt.n_ctx, std::move(pool));
-  // A recurrent draft model returns over its own drafted tokens: at most draft_max of them.
-  const bool valid_max = opt.draft_max >= 0 && opt.draft_max < 256;  // else the generator says what is wrong
-  if (ctx->rollback_window() > 0 && valid_max && ctx->rollback_window() != opt.draft_max + 1)
-    ctx->set_rollback(ctx->rollback_mode(), opt.draft_max + 1);
+  fit_rollback_window(*ctx, opt.draft_max);
   if (!skip.empty()) ctx->set_skip_layers(std::move(skip));
   if (head > 0) ctx->set_head_subset(head, opt.stop_ids);
   return std::make_unique<ModelDrafter>(std::make_unique<ContextSource>(std::move(ctx)), name, opt.draft_max_lag,
@@ -150,11 +156,7 @@ Engine::Engine(const std::string& target_path, const EngineOptions& options) : p
   }
   auto tsrc = std::make_unique<ContextSource>(std::make_unique<Context>(target, opt.n_ctx, opt.threads));
   Context& tctx = tsrc->context();
-  // A recurrent target returns to any row of a verify batch: its rollback window is one batch
-  // (the memory of snapshot mode grows with it).
-  const bool valid_max = opt.draft_max >= 0 && opt.draft_max < 256;  // else the generator says what is wrong
-  if (tctx.rollback_window() > 0 && valid_max && tctx.rollback_window() != opt.draft_max + 1)
-    tctx.set_rollback(tctx.rollback_mode(), opt.draft_max + 1);
+  fit_rollback_window(tctx, opt.draft_max);
   std::shared_ptr<ThreadPool> pool = tctx.thread_pool();
   p.target = std::move(tsrc);
   const bool draft_model = opt.drafter == DrafterKind::model || opt.drafter == DrafterKind::hybrid;

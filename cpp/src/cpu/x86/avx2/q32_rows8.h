@@ -2,8 +2,9 @@
 // against Q8_0 activations, AVX2.
 //
 // Per block and activation row: the unsigned 4/5-bit values' vpmaddubsw products summed in int16
-// (at most 16 products of 15 * 127 for the whole block, or 8 of 31 * 127 per half, per lane), or the signed values of Q8_0
-// and IQ4_NL (its codebook) through the sign trick one k-group at a time; then acc += d * xd * S,
+// (per lane at most 16 products of 15 * 127 for the whole block, or 8 of 31 * 127 per half), or
+// the signed values of Q8_0 and IQ4_NL (its codebook) through the sign trick one k-group at a
+// time; then acc += d * xd * S,
 // plus the offset times an activation block sum: Q4_0's -8 d and Q5_0's -16 d times d * sum (s),
 // Q4_1/Q5_1's m times llama.cpp's FP16-rounded block_q8_1 sum (sm, as the GGUF-layout kernels):
 // two FMAs per block.
