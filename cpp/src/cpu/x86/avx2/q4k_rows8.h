@@ -41,12 +41,45 @@ inline void q4k_rows8_part(const uint8_t* qv, const uint8_t* qh, int s, int g0, 
   }
 }
 
-// Sub-block s times its scale into isum[j].
+// The 4 vectors of k-groups [g0, g0 + 4) of sub-block s, unpacked (as in q4k_rows8_part).
+template <bool High, bool Q5>
+inline void q4k_rows8_values4(const uint8_t* qv, const uint8_t* qh, int s, int g0, __m256i* v) {
+  const __m256i m4 = _mm256_set1_epi8(15);
+  for (int i = 0; i < 4; i++) {
+    const int g = g0 + i;
+    const __m256i wv = _mm256_loadu_si256((const __m256i*)(qv + 32 * g));
+    v[i] = High ? _mm256_and_si256(_mm256_srli_epi16(wv, 4), m4) : _mm256_and_si256(wv, m4);
+    if constexpr (Q5) {
+      const __m256i hb = _mm256_loadu_si256((const __m256i*)(qh + 32 * g));
+      const __m256i h = s <= 4 ? _mm256_sll_epi16(hb, _mm_cvtsi32_si128(4 - s)) : _mm256_srl_epi16(hb, _mm_cvtsi32_si128(s - 4));
+      v[i] = _mm256_or_si256(v[i], _mm256_and_si256(h, _mm256_set1_epi8(0x10)));
+    }
+  }
+}
+
+// Sub-block s times its scale into isum[j]. Up to 4 rows: each vector unpacked once, the rows'
+// int16 sums over all 8 k-groups kept in registers, one vpmaddwd per row. Taller tiles (AVX-512's
+// 32 registers hold those sums for 8 rows; AVX2's 16 do not): each half of 4 vectors unpacked
+// once, then row by row its 4 products summed and folded, one vpmaddwd per row and half.
 template <int R, bool High, bool Q5>
 inline void q4k_rows8_sub(const uint8_t* blk, int s, const int8_t* const* xq, __m256i* isum) {
   const uint8_t* qv = blk + 160 + 256 * (s / 2);
   const uint8_t* qh = blk + 1184;
   const __m256i sc = rows8_u8_pairs(blk + 32 + 8 * s);
+  if constexpr (rows8_row_by_row(R)) {
+    for (int half = 0; half < 2; half++) {
+      __m256i v[4];
+      q4k_rows8_values4<High, Q5>(qv, qh, s, 4 * half, v);
+      for (int j = 0; j < R; j++) {
+        const int8_t* xg = xq[j] + 16 * half;
+        __m256i s16 = _mm256_maddubs_epi16(v[0], rows8_bcast(xg));
+        for (int i = 1; i < 4; i++) s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(v[i], rows8_bcast(xg + 4 * i)));
+        isum[j] = _mm256_add_epi32(isum[j], _mm256_madd_epi16(s16, sc));
+        rows8_pin(isum[j]);
+      }
+    }
+    return;
+  }
   __m256i s16[R];
   for (int half = 0; half < (Q5 ? 2 : 1); half++) {
     q4k_rows8_part<R, High, Q5>(qv, qh, s, Q5 ? 4 * half : 0, Q5 ? 4 : 8, xq, s16);

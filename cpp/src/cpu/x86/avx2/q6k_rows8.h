@@ -54,6 +54,22 @@ inline void q6k_rows8_group(const uint8_t* blk, int p, const int8_t* const* xq, 
   }
 }
 
+// Vectors g and g + 1 (8 weights of each row, one scale) into isum[j], the taller tiles' order
+// under AVX2 (rows8_row_by_row): both vectors unpacked once for all R rows, then row by row the two
+// products summed in int16 and folded, so only isum[R], the two vectors and the scale stay live
+// (n = 8, Zen 4: 15 % faster than q6k_rows8_group's order, which spills there).
+template <int R, int T, bool High>
+inline void q6k_rows8_pair(const uint8_t* blk, int g, const int8_t* const* xq, __m256i sc, __m256i* isum) {
+  const __m256i v0 = q6k_rows8_values<T, High>(blk, g);
+  const __m256i v1 = q6k_rows8_values<T, High>(blk, g + 1);
+  for (int j = 0; j < R; j++) {
+    const __m256i p0 = _mm256_maddubs_epi16(v0, rows8_bcast(xq[j] + 4 * g));
+    const __m256i p1 = _mm256_maddubs_epi16(v1, rows8_bcast(xq[j] + 4 * g + 4));
+    isum[j] = _mm256_add_epi32(isum[j], _mm256_madd_epi16(_mm256_add_epi16(p0, p1), sc));
+    rows8_pin(isum[j]);
+  }
+}
+
 // Chunk T (elements 64T .. 64T + 63: groups 4T .. 4T + 3) of block b into isum[j].
 template <int R, int T>
 inline void q6k_rows8_chunk(const uint8_t* blk, const ActQ8_K* x, int64_t b, __m256i* isum) {
@@ -68,10 +84,13 @@ inline void q6k_rows8_chunk(const uint8_t* blk, const ActQ8_K* x, int64_t b, __m
     for (int j = 0; j < R; j++) xq[j] = x[j].qs + 256 * b + 64 * T + 32 * part;
     for (int p = 0; p < 2; p++) {
       const __m256i sc = _mm256_shuffle_epi8(pair, p ? dup_hi : dup_lo);
-      if (part) {
-        q6k_rows8_group<R, T, true>(blk, p, xq, sc, isum);
+      if constexpr (rows8_row_by_row(R)) {
+        for (int half = 0; half < 2; half++) {
+          const int g = 4 * p + 2 * half;
+          part ? q6k_rows8_pair<R, T, true>(blk, g, xq, sc, isum) : q6k_rows8_pair<R, T, false>(blk, g, xq, sc, isum);
+        }
       } else {
-        q6k_rows8_group<R, T, false>(blk, p, xq, sc, isum);
+        part ? q6k_rows8_group<R, T, true>(blk, p, xq, sc, isum) : q6k_rows8_group<R, T, false>(blk, p, xq, sc, isum);
       }
     }
   }
@@ -95,16 +114,30 @@ template <int R>
       q6k_rows8_chunk<R, 1>(blk, x, b, isum);
       q6k_rows8_chunk<R, 2>(blk, x, b, isum);
       q6k_rows8_chunk<R, 3>(blk, x, b, isum);
+      // the -32: isum[j] -= sum_s (32 sc_s) * bsum_s; in the row-by-row order each scale pair is
+      // widened once for all rows (n = 8: 12 % faster).
+      if constexpr (!rows8_row_by_row(R)) {
+        for (int j = 0; j < R; j++) {
+          __m256i osum = _mm256_setzero_si256();
+          const int16_t* bs = x[j].bsums + 16 * b;
+          for (int u = 0; u < 8; u++) {
+            const __m256i pair = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i*)(blk + 16 + 16 * u)));
+            osum = _mm256_add_epi32(osum, _mm256_madd_epi16(pair, rows8_bcast((const int8_t*)(bs + 2 * u))));
+          }
+          isum[j] = _mm256_sub_epi32(isum[j], _mm256_slli_epi32(osum, 5));
+        }
+      } else {
+        for (int u = 0; u < 8; u++) {
+          const __m256i pair32 = _mm256_slli_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i*)(blk + 16 + 16 * u))), 5);
+          for (int j = 0; j < R; j++) {
+            const int8_t* bs = (const int8_t*)(x[j].bsums + 16 * b + 2 * u);
+            isum[j] = _mm256_sub_epi32(isum[j], _mm256_madd_epi16(pair32, rows8_bcast(bs)));
+          }
+        }
+      }
       const __m256 d = rows8_f16(blk);
       for (int j = 0; j < R; j++) {
-        __m256i osum = _mm256_setzero_si256();
-        const int16_t* bs = x[j].bsums + 16 * b;
-        for (int u = 0; u < 8; u++) {
-          const __m256i pair = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i*)(blk + 16 + 16 * u)));
-          osum = _mm256_add_epi32(osum, _mm256_madd_epi16(pair, rows8_bcast((const int8_t*)(bs + 2 * u))));
-        }
-        const __m256i total = _mm256_sub_epi32(isum[j], _mm256_slli_epi32(osum, 5));
-        acc[j] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(x[j].d[b])), _mm256_cvtepi32_ps(total), acc[j]);
+        acc[j] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(x[j].d[b])), _mm256_cvtepi32_ps(isum[j]), acc[j]);
       }
     }
     for (int j = 0; j < R; j++) rows8_store(y + j * ldy, r, r1, acc[j]);

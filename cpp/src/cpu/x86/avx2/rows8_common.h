@@ -23,6 +23,19 @@ inline __m256 rows8_f16(const uint8_t* p) { return _mm256_cvtph_ps(_mm_loadu_si1
 // are exact in any order, so this changes speed only, never results.
 inline void rows8_pin(__m256i& v) { __asm__("" : "+v"(v)); }  // "v": any of the 32 registers under AVX-512
 
+// Vector registers a tile may keep live: 16 under AVX2, 32 where the translation unit is built for
+// AVX-512 (x86/avx512/table_isa_avx512.cpp). The tallest tiles order their loops by it.
+#ifdef __AVX512F__
+constexpr int kRows8Registers = 32;
+#else
+constexpr int kRows8Registers = 16;
+#endif
+
+// Whether a tile of R activation rows takes each group of weight vectors row by row (folding each
+// row's int16 sums at once) instead of vector by vector (every row's int16 sums live across the
+// group): the taller tiles under AVX2, whose 16 registers cannot hold those sums for R rows.
+constexpr bool rows8_row_by_row(int R) { return R > 4 && kRows8Registers < 32; }
+
 // 4 activation bytes broadcast to every 32-bit lane.
 inline __m256i rows8_bcast(const int8_t* p) {
   int32_t v;
