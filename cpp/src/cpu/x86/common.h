@@ -71,6 +71,18 @@ inline __m256i dot_u8s8(__m256i a, __m256i b) {
   }
 }
 
+// acc + the sums of a[k] * b[k] over each group of 4 bytes, on the VNNI paths (vpdpbusd, no
+// int16 intermediate and no saturation: exact while the int32 sums fit).
+template <DotU8S8 D>
+inline __m256i dot_u8s8_acc(__m256i acc, __m256i a, __m256i b) {
+  static_assert(D != DotU8S8::maddubs, "dot_u8s8_acc: VNNI only");
+  if constexpr (D == DotU8S8::vnni_vex) {
+    return _mm256_dpbusd_avx_epi32(acc, a, b);
+  } else {
+    return _mm256_dpbusd_epi32(acc, a, b);
+  }
+}
+
 // Calls f(std::integral_constant<int, R>) for the R == m, R in [Lo, Max]: turns a run-time row
 // count into a compile-time tile height.
 template <int Lo, int Max, class F>

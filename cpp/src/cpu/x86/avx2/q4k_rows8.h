@@ -2,7 +2,8 @@
 //
 // Per block (256 weights) and activation row: for each sub-block s of 32, the 8 k-groups'
 // vpmaddubsw products summed in int16 (at most 16 products of 15 * 127 per lane: no overflow),
-// then one vpmaddwd by the sub-block's scale; the mins against the activations' 32-sums
+// then one vpmaddwd by the sub-block's scale (with VNNI: vpdpbusd's int32 sums, then one vpmulld:
+// the same integers); the mins against the activations' 32-sums
 // (bsums32) by vpmaddwd, two sub-blocks a time. Then acc += d * xd * S, acc -= dmin * xd * M (two
 // FMAs per block).
 #pragma once
@@ -18,9 +19,9 @@ constexpr size_t k4k_rows8_block() {
 }
 
 // k-groups [g0, g0 + n) of sub-block s (the low or high nibbles of the vectors at qv, plus for
-// Q5_K bit s of the qh vectors at qh) against R activation rows (at xq[j]): their int16 sums
-// into s16[j] (set by the first group, added by the others).
-template <int R, bool High, bool Q5>
+// Q5_K bit s of the qh vectors at qh) against R activation rows (at xq[j]): their sums
+// (rows8_dot) into s16[j] (set by the first group, added by the others).
+template <DotU8S8 D, int R, bool High, bool Q5>
 inline void q4k_rows8_part(const uint8_t* qv, const uint8_t* qh, int s, int g0, int n, const int8_t* const* xq,
                            __m256i* s16) {
   const __m256i m4 = _mm256_set1_epi8(15);
@@ -34,8 +35,7 @@ inline void q4k_rows8_part(const uint8_t* qv, const uint8_t* qh, int s, int g0, 
       v = _mm256_or_si256(v, _mm256_and_si256(h, _mm256_set1_epi8(0x10)));
     }
     for (int j = 0; j < R; j++) {
-      const __m256i p = _mm256_maddubs_epi16(v, rows8_bcast(xq[j] + 4 * g));
-      s16[j] = g == g0 ? p : _mm256_add_epi16(s16[j], p);
+      s16[j] = rows8_dot<D>(s16[j], g == g0, v, rows8_bcast(xq[j] + 4 * g));
       rows8_pin(s16[j]);
     }
   }
@@ -61,33 +61,35 @@ inline void q4k_rows8_values4(const uint8_t* qv, const uint8_t* qh, int s, int g
 // int16 sums over all 8 k-groups kept in registers, one vpmaddwd per row. Taller tiles (AVX-512's
 // 32 registers hold those sums for 8 rows; AVX2's 16 do not): each half of 4 vectors unpacked
 // once, then row by row its 4 products summed and folded, one vpmaddwd per row and half.
-template <int R, bool High, bool Q5>
+template <DotU8S8 D, int R, bool High, bool Q5>
 inline void q4k_rows8_sub(const uint8_t* blk, int s, const int8_t* const* xq, __m256i* isum) {
   const uint8_t* qv = blk + 160 + 256 * (s / 2);
   const uint8_t* qh = blk + 1184;
-  const __m256i sc = rows8_u8_pairs(blk + 32 + 8 * s);
+  const __m256i sc = rows8_u8_scales<D>(blk + 32 + 8 * s);
   if constexpr (rows8_row_by_row(R)) {
     for (int half = 0; half < 2; half++) {
       __m256i v[4];
       q4k_rows8_values4<High, Q5>(qv, qh, s, 4 * half, v);
       for (int j = 0; j < R; j++) {
         const int8_t* xg = xq[j] + 16 * half;
-        __m256i s16 = _mm256_maddubs_epi16(v[0], rows8_bcast(xg));
-        for (int i = 1; i < 4; i++) s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(v[i], rows8_bcast(xg + 4 * i)));
-        isum[j] = _mm256_add_epi32(isum[j], _mm256_madd_epi16(s16, sc));
+        __m256i s16 = rows8_dot<D>(_mm256_setzero_si256(), true, v[0], rows8_bcast(xg));
+        for (int i = 1; i < 4; i++) s16 = rows8_dot<D>(s16, false, v[i], rows8_bcast(xg + 4 * i));
+        isum[j] = _mm256_add_epi32(isum[j], rows8_scaled<D>(s16, sc));
         rows8_pin(isum[j]);
       }
     }
     return;
   }
+  // Q5_K's int16 sums hold 4 groups (16 products of 31 * 127), VNNI's int32 sums all 8
+  constexpr int kParts = Q5 && D == DotU8S8::maddubs ? 2 : 1;
   __m256i s16[R];
-  for (int half = 0; half < (Q5 ? 2 : 1); half++) {
-    q4k_rows8_part<R, High, Q5>(qv, qh, s, Q5 ? 4 * half : 0, Q5 ? 4 : 8, xq, s16);
-    for (int j = 0; j < R; j++) isum[j] = _mm256_add_epi32(isum[j], _mm256_madd_epi16(s16[j], sc));
+  for (int part = 0; part < kParts; part++) {
+    q4k_rows8_part<D, R, High, Q5>(qv, qh, s, 8 / kParts * part, 8 / kParts, xq, s16);
+    for (int j = 0; j < R; j++) isum[j] = _mm256_add_epi32(isum[j], rows8_scaled<D>(s16[j], sc));
   }
 }
 
-template <bool Q5, int R>
+template <DotU8S8 D, bool Q5, int R>
 [[gnu::noinline]] void q4k_rows8_tile(const Matrix& w, int64_t r0, int64_t r1, const ActQ8_K* x, float* y,
                     int64_t ldy) {
   const int64_t nb = w.cols / 256;
@@ -105,9 +107,9 @@ template <bool Q5, int R>
       for (int j = 0; j < R; j++) isum[j] = _mm256_setzero_si256();
       for (int t = 0; t < 4; t++) {  // chunk t: low nibbles are sub-block 2t, high nibbles 2t + 1
         for (int j = 0; j < R; j++) xq[j] = x[j].qs + 256 * b + 64 * t;
-        q4k_rows8_sub<R, false, Q5>(blk, 2 * t, xq, isum);
+        q4k_rows8_sub<D, R, false, Q5>(blk, 2 * t, xq, isum);
         for (int j = 0; j < R; j++) xq[j] += 32;
-        q4k_rows8_sub<R, true, Q5>(blk, 2 * t + 1, xq, isum);
+        q4k_rows8_sub<D, R, true, Q5>(blk, 2 * t + 1, xq, isum);
       }
       const __m256 d = rows8_f16(blk), dmin = rows8_f16(blk + 16);
       // (m_2u, m_2u+1) of each row as an int16 pair per lane, against (bsum32_2u, bsum32_2u+1)
@@ -129,11 +131,11 @@ template <bool Q5, int R>
   }
 }
 
-template <bool Q5, int kMax>
+template <DotU8S8 D, bool Q5, int kMax>
 void q4k_rows8_gemm(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t stride, int64_t n, float* y,
                     int64_t ldy) {
   rows8_run<kMax, ActQ8_K>(w, r0, r1, act, stride, n, act_q8_K, [&](auto rc, int64_t r, int64_t r_end, const ActQ8_K* x, int64_t i0) {
-    q4k_rows8_tile<Q5, decltype(rc)::value>(w, r, r_end, x, y + i0 * ldy, ldy);
+    q4k_rows8_tile<D, Q5, decltype(rc)::value>(w, r, r_end, x, y + i0 * ldy, ldy);
   });
 }
 

@@ -2,7 +2,8 @@
 //
 // Per block (256 weights) and activation row: the unsigned 6-bit values e against the
 // activations, two k-groups' vpmaddubsw products summed in int16 (at most 8 products of 63 * 127
-// per lane: no overflow), then one vpmaddwd by the group's scale; the -32 as
+// per lane: no overflow), then one vpmaddwd by the group's scale (with VNNI: a 16-weight group's
+// vpdpbusd int32 sums, then one vpmulld: the same integers); the -32 as
 // -32 * sum_g sc_g * bsum_g by vpmaddwd. acc += d * xd * (S - 32 O), one FMA per block.
 #pragma once
 #include "cpu/x86/avx2/rows8_common.h"
@@ -36,42 +37,44 @@ inline __m256i q6k_rows8_values(const uint8_t* blk, int g) {
   return _mm256_or_si256(nib, _mm256_and_si256(h2, m30));
 }
 
-// Group 4t + 2 High + p (16 weights: k-groups 4p .. 4p + 3 of the part) into isum[j].
-template <int R, int T, bool High>
+// Group 4t + 2 High + p (16 weights: k-groups 4p .. 4p + 3 of the part) into isum[j]. With
+// maddubs, two halves of 2 k-groups (an int16 holds 4 products of 63 * 127); with VNNI, all 4 in
+// vpdpbusd's int32 sums and one vpmulld.
+template <DotU8S8 D, int R, int T, bool High>
 inline void q6k_rows8_group(const uint8_t* blk, int p, const int8_t* const* xq, __m256i sc, __m256i* isum) {
-  for (int half = 0; half < 2; half++) {
+  constexpr int kHalves = D == DotU8S8::maddubs ? 2 : 1;
+  for (int half = 0; half < kHalves; half++) {
     __m256i s16[R];
-    for (int gg = 0; gg < 2; gg++) {
-      const int g = 4 * p + 2 * half + gg;
+    for (int gg = 0; gg < 4 / kHalves; gg++) {
+      const int g = 4 * p + 4 / kHalves * half + gg;
       const __m256i v = q6k_rows8_values<T, High>(blk, g);
       for (int j = 0; j < R; j++) {
-        const __m256i prod = _mm256_maddubs_epi16(v, rows8_bcast(xq[j] + 4 * g));
-        s16[j] = gg == 0 ? prod : _mm256_add_epi16(s16[j], prod);
+        s16[j] = rows8_dot<D>(s16[j], gg == 0, v, rows8_bcast(xq[j] + 4 * g));
         rows8_pin(s16[j]);
       }
     }
-    for (int j = 0; j < R; j++) isum[j] = _mm256_add_epi32(isum[j], _mm256_madd_epi16(s16[j], sc));
+    for (int j = 0; j < R; j++) isum[j] = _mm256_add_epi32(isum[j], rows8_scaled<D>(s16[j], sc));
   }
 }
 
 // Vectors g and g + 1 (8 weights of each row, one scale) into isum[j], the taller tiles' order
 // under AVX2 (rows8_row_by_row): both vectors unpacked once for all R rows, then row by row the two
-// products summed in int16 and folded, so only isum[R], the two vectors and the scale stay live
-// (n = 8, Zen 4: 15 % faster than q6k_rows8_group's order, which spills there).
-template <int R, int T, bool High>
+// products summed and folded, so only isum[R], the two vectors and the scale stay live (n = 8,
+// Zen 4: 15 % faster than q6k_rows8_group's order, which spills there).
+template <DotU8S8 D, int R, int T, bool High>
 inline void q6k_rows8_pair(const uint8_t* blk, int g, const int8_t* const* xq, __m256i sc, __m256i* isum) {
   const __m256i v0 = q6k_rows8_values<T, High>(blk, g);
   const __m256i v1 = q6k_rows8_values<T, High>(blk, g + 1);
   for (int j = 0; j < R; j++) {
-    const __m256i p0 = _mm256_maddubs_epi16(v0, rows8_bcast(xq[j] + 4 * g));
-    const __m256i p1 = _mm256_maddubs_epi16(v1, rows8_bcast(xq[j] + 4 * g + 4));
-    isum[j] = _mm256_add_epi32(isum[j], _mm256_madd_epi16(_mm256_add_epi16(p0, p1), sc));
+    const __m256i s0 = rows8_dot<D>(_mm256_setzero_si256(), true, v0, rows8_bcast(xq[j] + 4 * g));
+    const __m256i s2 = rows8_dot<D>(s0, false, v1, rows8_bcast(xq[j] + 4 * g + 4));
+    isum[j] = _mm256_add_epi32(isum[j], rows8_scaled<D>(s2, sc));
     rows8_pin(isum[j]);
   }
 }
 
 // Chunk T (elements 64T .. 64T + 63: groups 4T .. 4T + 3) of block b into isum[j].
-template <int R, int T>
+template <DotU8S8 D, int R, int T>
 inline void q6k_rows8_chunk(const uint8_t* blk, const ActQ8_K* x, int64_t b, __m256i* isum) {
   // (sc, sc) from lane pair (sc[2u], sc[2u + 1]): the low or the high int16 duplicated
   const __m256i dup_lo = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13,  //
@@ -83,20 +86,25 @@ inline void q6k_rows8_chunk(const uint8_t* blk, const ActQ8_K* x, int64_t b, __m
     const __m256i pair = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i*)(blk + 16 + 16 * (2 * T + part))));
     for (int j = 0; j < R; j++) xq[j] = x[j].qs + 256 * b + 64 * T + 32 * part;
     for (int p = 0; p < 2; p++) {
-      const __m256i sc = _mm256_shuffle_epi8(pair, p ? dup_hi : dup_lo);
+      __m256i sc;  // rows8_scaled's multiplier: (sc, sc) int16 pairs, or sc sign-extended to int32
+      if constexpr (D == DotU8S8::maddubs) {
+        sc = _mm256_shuffle_epi8(pair, p ? dup_hi : dup_lo);
+      } else {
+        sc = p ? _mm256_srai_epi32(pair, 16) : _mm256_srai_epi32(_mm256_slli_epi32(pair, 16), 16);
+      }
       if constexpr (rows8_row_by_row(R)) {
         for (int half = 0; half < 2; half++) {
           const int g = 4 * p + 2 * half;
-          part ? q6k_rows8_pair<R, T, true>(blk, g, xq, sc, isum) : q6k_rows8_pair<R, T, false>(blk, g, xq, sc, isum);
+          part ? q6k_rows8_pair<D, R, T, true>(blk, g, xq, sc, isum) : q6k_rows8_pair<D, R, T, false>(blk, g, xq, sc, isum);
         }
       } else {
-        part ? q6k_rows8_group<R, T, true>(blk, p, xq, sc, isum) : q6k_rows8_group<R, T, false>(blk, p, xq, sc, isum);
+        part ? q6k_rows8_group<D, R, T, true>(blk, p, xq, sc, isum) : q6k_rows8_group<D, R, T, false>(blk, p, xq, sc, isum);
       }
     }
   }
 }
 
-template <int R>
+template <DotU8S8 D, int R>
 [[gnu::noinline]] void q6k_rows8_tile(const Matrix& w, int64_t r0, int64_t r1, const ActQ8_K* x, float* y,
                     int64_t ldy) {
   const int64_t nb = w.cols / 256;
@@ -110,10 +118,10 @@ template <int R>
       rows8_prefetch(blk, kQ6KRows8Block, ahead);
       __m256i isum[R];
       for (int j = 0; j < R; j++) isum[j] = _mm256_setzero_si256();
-      q6k_rows8_chunk<R, 0>(blk, x, b, isum);
-      q6k_rows8_chunk<R, 1>(blk, x, b, isum);
-      q6k_rows8_chunk<R, 2>(blk, x, b, isum);
-      q6k_rows8_chunk<R, 3>(blk, x, b, isum);
+      q6k_rows8_chunk<D, R, 0>(blk, x, b, isum);
+      q6k_rows8_chunk<D, R, 1>(blk, x, b, isum);
+      q6k_rows8_chunk<D, R, 2>(blk, x, b, isum);
+      q6k_rows8_chunk<D, R, 3>(blk, x, b, isum);
       // the -32: isum[j] -= sum_s (32 sc_s) * bsum_s; in the row-by-row order each scale pair is
       // widened once for all rows (n = 8: 12 % faster).
       if constexpr (!rows8_row_by_row(R)) {
@@ -144,11 +152,11 @@ template <int R>
   }
 }
 
-template <int kMax>
+template <DotU8S8 D, int kMax>
 void q6k_rows8_gemm(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t stride, int64_t n, float* y,
                     int64_t ldy) {
   rows8_run<kMax, ActQ8_K>(w, r0, r1, act, stride, n, act_q8_K, [&](auto rc, int64_t r, int64_t r_end, const ActQ8_K* x, int64_t i0) {
-    q6k_rows8_tile<decltype(rc)::value>(w, r, r_end, x, y + i0 * ldy, ldy);
+    q6k_rows8_tile<D, decltype(rc)::value>(w, r, r_end, x, y + i0 * ldy, ldy);
   });
 }
 

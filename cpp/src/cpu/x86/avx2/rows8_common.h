@@ -50,6 +50,41 @@ inline __m256i rows8_u8_pairs(const uint8_t* p) {
   return _mm256_or_si256(v, _mm256_slli_epi32(v, 16));
 }
 
+// 8 unsigned scale bytes (one per row) as the multiplier rows8_scaled takes.
+template <DotU8S8 D>
+inline __m256i rows8_u8_scales(const uint8_t* p) {
+  if constexpr (D == DotU8S8::maddubs) {
+    return rows8_u8_pairs(p);
+  } else {
+    return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)p));
+  }
+}
+
+// One k-group's products with one activation row added to the sums s (started by the first
+// group). With maddubs: int16 pair sums, so the caller bounds how many groups fit an int16; with
+// VNNI: vpdpbusd's int32 sums, with room for any number of groups.
+template <DotU8S8 D>
+inline __m256i rows8_dot(__m256i s, bool first, __m256i w, __m256i x) {
+  if constexpr (D == DotU8S8::maddubs) {
+    const __m256i p = _mm256_maddubs_epi16(w, x);
+    return first ? p : _mm256_add_epi16(s, p);
+  } else {
+    return dot_u8s8_acc<D>(first ? _mm256_setzero_si256() : s, w, x);
+  }
+}
+
+// Sums from rows8_dot times each row's scale, as int32: vpmaddwd by (sc, sc) int16 pairs, or
+// vpmulld by sc in int32 lanes. The same integers either way.
+template <DotU8S8 D>
+inline __m256i rows8_scaled(__m256i s, __m256i sc) {
+  if constexpr (D == DotU8S8::maddubs) {
+    return _mm256_madd_epi16(s, sc);
+  } else {
+    return _mm256_mullo_epi32(s, sc);
+  }
+}
+
+
 // Outputs of rows [r, r + 8) that lie below r1.
 inline void rows8_store(float* y, int64_t r, int64_t r1, __m256 v) {
   if (r + 8 <= r1) {

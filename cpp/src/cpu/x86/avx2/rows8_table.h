@@ -17,7 +17,7 @@ namespace {
 // 10-12 % faster than 4, while the 32-weight types lose at 8 (Q4_0 n = 8: 7 %) and stay at 4. The
 // AVX2 table takes 4, and 8 for Q4_K, Q5_K and Q6_K, whose taller tiles run row by row
 // (rows8_row_by_row; n = 8: Q6_K 17 %, Q5_K 15 %, Q4_K 3 % faster than two tiles of 4).
-template <int kMaxK, int kMaxQ6K = kMaxK, int kMaxQ4K = kMaxK>
+template <class Tag, int kMaxK, int kMaxQ6K = kMaxK, int kMaxQ4K = kMaxK>
 constexpr void set_rows8_kernels(KernelTable& t) {
   using quant::Type;
   set_rows8(t, Type::Q4_0, q32_rows8_gemm<R8Q4_0, 4>, ActFormat::q8_0);
@@ -28,9 +28,9 @@ constexpr void set_rows8_kernels(KernelTable& t) {
   set_rows8(t, Type::IQ4_NL, q32_rows8_gemm<R8IQ4_NL, 4>, ActFormat::q8_0);
   set_rows8(t, Type::Q2_K, k23_rows8_gemm<false, kMaxK>, ActFormat::q8_K);
   set_rows8(t, Type::Q3_K, k23_rows8_gemm<true, kMaxK>, ActFormat::q8_K);
-  set_rows8(t, Type::Q4_K, q4k_rows8_gemm<false, kMaxQ4K>, ActFormat::q8_K);
-  set_rows8(t, Type::Q5_K, q4k_rows8_gemm<true, kMaxQ4K>, ActFormat::q8_K);
-  set_rows8(t, Type::Q6_K, q6k_rows8_gemm<kMaxQ6K>, ActFormat::q8_K);
+  set_rows8(t, Type::Q4_K, q4k_rows8_gemm<Tag::kDot, false, kMaxQ4K>, ActFormat::q8_K);
+  set_rows8(t, Type::Q5_K, q4k_rows8_gemm<Tag::kDot, true, kMaxQ4K>, ActFormat::q8_K);
+  set_rows8(t, Type::Q6_K, q6k_rows8_gemm<Tag::kDot, kMaxQ6K>, ActFormat::q8_K);
   set_rows8(t, Type::IQ4_XS, iq4xs_rows8_gemm<kMaxK>, ActFormat::q8_K);
 }
 

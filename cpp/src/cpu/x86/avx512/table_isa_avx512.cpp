@@ -47,7 +47,7 @@ constexpr KernelTable make_table() {
   set_gemm(t, Type::Q8_K, scalar::gemm_dequant, ActFormat::f32);
   set_gemm(t, Type::IQ4_XS, avx512::gemm_iq4_xs, ActFormat::q8_K);
   set_not_computable(t);
-  set_rows8_kernels<8>(t);
+  set_rows8_kernels<Avx512Tag, 8>(t);
   set_quantize(t, ActFormat::q8_0, x86_quantize_q8_0);
   set_quantize(t, ActFormat::q8_K, x86_quantize_q8_K);
   t.half_to_float = x86_half_to_float;
