@@ -58,19 +58,6 @@ inline void prefetch_range(const uint8_t* p, size_t n) {
 // vpdpbusd (-mavxvnni), or AVX512-VL VNNI's EVEX-encoded one.
 enum class DotU8S8 { maddubs, vnni_vex, vnni_evex };
 
-// Sum of a[k] * b[k] over each group of 4 bytes: u8 x s8 -> 8 x int32. The same integers on every
-// path as long as a pair of products fits int16 (|a| <= 128, |b| <= 127 here).
-template <class Tag>
-inline __m256i dot_u8s8(__m256i a, __m256i b) {
-  if constexpr (Tag::kDot == DotU8S8::vnni_vex) {
-    return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), a, b);
-  } else if constexpr (Tag::kDot == DotU8S8::vnni_evex) {
-    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), a, b);
-  } else {
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), _mm256_set1_epi16(1));
-  }
-}
-
 // acc + the sums of a[k] * b[k] over each group of 4 bytes, on the VNNI paths (vpdpbusd, no
 // int16 intermediate and no saturation: exact while the int32 sums fit).
 template <DotU8S8 D>
@@ -80,6 +67,17 @@ inline __m256i dot_u8s8_acc(__m256i acc, __m256i a, __m256i b) {
     return _mm256_dpbusd_avx_epi32(acc, a, b);
   } else {
     return _mm256_dpbusd_epi32(acc, a, b);
+  }
+}
+
+// Sum of a[k] * b[k] over each group of 4 bytes: u8 x s8 -> 8 x int32. The same integers on every
+// path as long as a pair of products fits int16 (|a| <= 128, |b| <= 127 here).
+template <class Tag>
+inline __m256i dot_u8s8(__m256i a, __m256i b) {
+  if constexpr (Tag::kDot == DotU8S8::maddubs) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), _mm256_set1_epi16(1));
+  } else {
+    return dot_u8s8_acc<Tag::kDot>(_mm256_setzero_si256(), a, b);
   }
 }
 

@@ -18,41 +18,32 @@ constexpr size_t k4k_rows8_block() {
   return Q5 ? 1440 : 1184;
 }
 
-// k-groups [g0, g0 + n) of sub-block s (the low or high nibbles of the vectors at qv, plus for
-// Q5_K bit s of the qh vectors at qh) against R activation rows (at xq[j]): their sums
+// Vector g of sub-block s unpacked: the low or high nibbles of the vector at qv, plus for Q5_K
+// bit s of the qh vector, as bit 4.
+template <bool High, bool Q5>
+inline __m256i q4k_rows8_value(const uint8_t* qv, const uint8_t* qh, int s, int g) {
+  const __m256i m4 = _mm256_set1_epi8(15);
+  const __m256i wv = _mm256_loadu_si256((const __m256i*)(qv + 32 * g));
+  __m256i v = High ? _mm256_and_si256(_mm256_srli_epi16(wv, 4), m4) : _mm256_and_si256(wv, m4);
+  if constexpr (Q5) {
+    const __m256i hb = _mm256_loadu_si256((const __m256i*)(qh + 32 * g));
+    const __m256i h = s <= 4 ? _mm256_sll_epi16(hb, _mm_cvtsi32_si128(4 - s)) : _mm256_srl_epi16(hb, _mm_cvtsi32_si128(s - 4));
+    v = _mm256_or_si256(v, _mm256_and_si256(h, _mm256_set1_epi8(0x10)));
+  }
+  return v;
+}
+
+// k-groups [g0, g0 + n) of sub-block s against R activation rows (at xq[j]): their sums
 // (rows8_dot) into s16[j] (set by the first group, added by the others).
 template <DotU8S8 D, int R, bool High, bool Q5>
 inline void q4k_rows8_part(const uint8_t* qv, const uint8_t* qh, int s, int g0, int n, const int8_t* const* xq,
                            __m256i* s16) {
-  const __m256i m4 = _mm256_set1_epi8(15);
 #pragma GCC unroll 8
   for (int g = g0; g < g0 + n; g++) {
-    const __m256i wv = _mm256_loadu_si256((const __m256i*)(qv + 32 * g));
-    __m256i v = High ? _mm256_and_si256(_mm256_srli_epi16(wv, 4), m4) : _mm256_and_si256(wv, m4);
-    if constexpr (Q5) {
-      const __m256i hb = _mm256_loadu_si256((const __m256i*)(qh + 32 * g));
-      const __m256i h = s <= 4 ? _mm256_sll_epi16(hb, _mm_cvtsi32_si128(4 - s)) : _mm256_srl_epi16(hb, _mm_cvtsi32_si128(s - 4));
-      v = _mm256_or_si256(v, _mm256_and_si256(h, _mm256_set1_epi8(0x10)));
-    }
+    const __m256i v = q4k_rows8_value<High, Q5>(qv, qh, s, g);
     for (int j = 0; j < R; j++) {
       s16[j] = rows8_dot<D>(s16[j], g == g0, v, rows8_bcast(xq[j] + 4 * g));
       rows8_pin(s16[j]);
-    }
-  }
-}
-
-// The 4 vectors of k-groups [g0, g0 + 4) of sub-block s, unpacked (as in q4k_rows8_part).
-template <bool High, bool Q5>
-inline void q4k_rows8_values4(const uint8_t* qv, const uint8_t* qh, int s, int g0, __m256i* v) {
-  const __m256i m4 = _mm256_set1_epi8(15);
-  for (int i = 0; i < 4; i++) {
-    const int g = g0 + i;
-    const __m256i wv = _mm256_loadu_si256((const __m256i*)(qv + 32 * g));
-    v[i] = High ? _mm256_and_si256(_mm256_srli_epi16(wv, 4), m4) : _mm256_and_si256(wv, m4);
-    if constexpr (Q5) {
-      const __m256i hb = _mm256_loadu_si256((const __m256i*)(qh + 32 * g));
-      const __m256i h = s <= 4 ? _mm256_sll_epi16(hb, _mm_cvtsi32_si128(4 - s)) : _mm256_srl_epi16(hb, _mm_cvtsi32_si128(s - 4));
-      v[i] = _mm256_or_si256(v[i], _mm256_and_si256(h, _mm256_set1_epi8(0x10)));
     }
   }
 }
@@ -69,7 +60,7 @@ inline void q4k_rows8_sub(const uint8_t* blk, int s, const int8_t* const* xq, __
   if constexpr (rows8_row_by_row(R)) {
     for (int half = 0; half < 2; half++) {
       __m256i v[4];
-      q4k_rows8_values4<High, Q5>(qv, qh, s, 4 * half, v);
+      for (int i = 0; i < 4; i++) v[i] = q4k_rows8_value<High, Q5>(qv, qh, s, 4 * half + i);
       for (int j = 0; j < R; j++) {
         const int8_t* xg = xq[j] + 16 * half;
         __m256i s16 = rows8_dot<D>(_mm256_setzero_si256(), true, v[0], rows8_bcast(xg));

@@ -66,9 +66,9 @@ inline void q6k_rows8_pair(const uint8_t* blk, int g, const int8_t* const* xq, _
   const __m256i v0 = q6k_rows8_values<T, High>(blk, g);
   const __m256i v1 = q6k_rows8_values<T, High>(blk, g + 1);
   for (int j = 0; j < R; j++) {
-    const __m256i s0 = rows8_dot<D>(_mm256_setzero_si256(), true, v0, rows8_bcast(xq[j] + 4 * g));
-    const __m256i s2 = rows8_dot<D>(s0, false, v1, rows8_bcast(xq[j] + 4 * g + 4));
-    isum[j] = _mm256_add_epi32(isum[j], rows8_scaled<D>(s2, sc));
+    __m256i s16 = rows8_dot<D>(_mm256_setzero_si256(), true, v0, rows8_bcast(xq[j] + 4 * g));
+    s16 = rows8_dot<D>(s16, false, v1, rows8_bcast(xq[j] + 4 * g + 4));
+    isum[j] = _mm256_add_epi32(isum[j], rows8_scaled<D>(s16, sc));
     rows8_pin(isum[j]);
   }
 }
