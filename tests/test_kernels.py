@@ -376,6 +376,55 @@ def test_silu_mul(isa):
     np.testing.assert_allclose(got, ref, rtol=2e-6, atol=1e-30)
 
 
+def halves(a):
+    """a rounded to float16 and back: attention's weights and values are halves, so their products
+    are exact in float and every ISA's weighted sums agree bit for bit."""
+    return np.asarray(a, dtype=np.float16).astype(np.float32)
+
+
+@pytest.mark.parametrize("isa", ISA_PARAMS)
+@pytest.mark.parametrize("n", [128, 64, 256, 40, 13])
+def test_scaled_dots_batch(isa, n):
+    """Attention scores for a batch of queries (the G heads of every row of a verify batch share
+    each key): against float64, and each query's dots bit for bit what it gets alone or in any
+    other batch, over query counts that leave every tile tail (1, 2 of 3) and key counts that
+    leave 1-3 keys past the 4-key tiles (whose dots must be the tiles' bits)."""
+    rng = np.random.default_rng(n)
+    scale = 1.0 / np.sqrt(n)
+    for nq, rows in ((1, 64), (2, 5), (3, 66), (7, 67), (48, 64), (6, 3)):
+        q = rng.standard_normal((nq, n)).astype(np.float32)
+        k = rng.standard_normal((rows, n)).astype(np.float32)
+        got = _core._testing.kernels.scaled_dots(q, k, scale, isa)
+        ref = (q.astype(np.float64) @ k.astype(np.float64).T) * scale
+        np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4 * np.sqrt(n))
+        alone = np.concatenate([_core._testing.kernels.scaled_dots(q[j:j + 1], k, scale, isa) for j in range(nq)])
+        assert np.array_equal(got, alone), (nq, rows)
+        if nq > 2:
+            shifted = _core._testing.kernels.scaled_dots(q[1:], k, scale, isa)
+            assert np.array_equal(shifted, got[1:]), (nq, rows)
+        # keys one place on: a key the tiles took is now in the tail past them, and back
+        later = _core._testing.kernels.scaled_dots(q, k[1:], scale, isa)
+        assert np.array_equal(later, got[:, 1:]), (nq, rows)
+
+
+@pytest.mark.parametrize("isa", ISA_PARAMS)
+@pytest.mark.parametrize("n", [128, 64, 96, 72, 13])
+def test_weighted_rows_add_batch(isa, n):
+    """The weighted sums of values for a batch of queries, each with its own weights and partial
+    sums: bit for bit each query alone, and (halves in, as attention feeds it) the scalar ISA's
+    bits, over query counts that leave every tile tail."""
+    rng = np.random.default_rng(n + 1)
+    for nq, rows, lane0 in ((1, 64, 0), (2, 17, 3), (3, 64, 15), (7, 40, 9), (48, 64, 0)):
+        w = halves(rng.random((nq, rows)))
+        v = halves(rng.standard_normal((rows, n)))
+        start = rng.standard_normal((nq, 16, n)).astype(np.float32)
+        got = _core._testing.kernels.weighted_rows_add(w, v, lane0, start, isa)
+        alone = np.stack([_core._testing.kernels.weighted_rows_add(w[j], v, lane0, start[j], isa) for j in range(nq)])
+        assert np.array_equal(got, alone), (nq, rows)
+        scalar = _core._testing.kernels.weighted_rows_add(w, v, lane0, start, "scalar")
+        assert np.array_equal(got, scalar), (nq, rows)
+
+
 @pytest.mark.parametrize("isa", ISA_PARAMS)
 @pytest.mark.parametrize("n", [64, 128, 256, 72, 13])
 def test_weighted_rows_add(isa, n):

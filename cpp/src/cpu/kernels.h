@@ -48,9 +48,11 @@ using FloatToHalfFn = void (*)(const float* src, uint16_t* dst, int64_t n);
 
 // Attention over the F16 KV cache (model/attention_ops.h says what each computes).
 using HalfRowsFn = void (*)(const uint16_t* src, size_t src_stride, float* dst, int rows, int n);
-using ScaledDotsFn = void (*)(const float* q, const float* k, int rows, int n, float scale, float* out);
+using ScaledDotsFn = void (*)(const float* const* q, float* const* out, int nq, const float* k, int rows, int n,
+                             float scale);
 using SoftmaxFn = void (*)(float* x, int n, int phase);
-using WeightedRowsAddFn = void (*)(const float* w, const float* v, int rows, int n, int lane0, float* partial);
+using WeightedRowsAddFn = void (*)(const float* const* w, float* const* partial, int nq, const float* v, int rows, int n,
+                                  int lane0);
 using ReduceLanesFn = void (*)(const float* partial, int n, float* out);
 
 // Weighted values are summed in this many partial sums per query, by key index mod kAttentionLanes:

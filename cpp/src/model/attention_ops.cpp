@@ -6,14 +6,15 @@ void half_to_float_rows(const uint16_t* src, size_t src_stride, float* dst, int 
   cpu::active_kernels().half_to_float_rows(src, src_stride, dst, rows, n);
 }
 
-void scaled_dots(const float* q, const float* k, int rows, int n, float scale, float* out) {
-  cpu::active_kernels().scaled_dots(q, k, rows, n, scale, out);
+void scaled_dots(const float* const* q, float* const* out, int nq, const float* k, int rows, int n, float scale) {
+  cpu::active_kernels().scaled_dots(q, out, nq, k, rows, n, scale);
 }
 
 void softmax(float* x, int n, int phase) { cpu::active_kernels().softmax(x, n, phase); }
 
-void weighted_rows_add(const float* w, const float* v, int rows, int n, int lane0, float* partial) {
-  cpu::active_kernels().weighted_rows_add(w, v, rows, n, lane0, partial);
+void weighted_rows_add(const float* const* w, float* const* partial, int nq, const float* v, int rows, int n,
+                       int lane0) {
+  cpu::active_kernels().weighted_rows_add(w, partial, nq, v, rows, n, lane0);
 }
 
 void reduce_lanes(const float* partial, int n, float* out) { cpu::active_kernels().reduce_lanes(partial, n, out); }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
+#include <vector>
 
 #include "cpu/convert.h"
 #include "model/attention_ops.h"
@@ -27,13 +29,17 @@ void KvCache::store(int il, int pos0, int n, const float* k, const float* v) {
 namespace {
 
 // Keys (then values) are converted from F16 this many at a time into a small float buffer that
-// stays in L1 (64 rows of 128: 32 KB). Larger chunks leave L1; smaller ones load and store each
-// lane's weighted values more often during verification. The chunking never changes a result bit.
+// stays in L1 (64 rows of 128: 32 KB): the batched kernels read it once per tile of queries.
+// Larger chunks leave L1 (at 256 rows a lane's value rows, 8 KB apart, also collide in L1's sets:
+// verify(8) at 3000 keys, AVX2 on Zen 4, spent 20 % more time in the value pass); smaller ones load
+// and store each lane's weighted values more often. The chunking never changes a result bit.
 constexpr int kKeyChunk = 64;
 
 // Query rows [i0, i1) (at positions pos0 + i) against one KV head: the G query heads of each row
 // that share it, and all the block's rows, use each cached key and value row converted from F16
-// once (a verify batch of 8 would otherwise stream a long context's cache 8 times). Two passes:
+// once (a verify batch of 8 would otherwise stream a long context's cache 8 times), and they are
+// one batch of queries for the score and value kernels, which load each converted row once per
+// tile of queries. Two passes:
 // scores and their softmax over each query's visible keys, then the weighted sum of values into 16
 // partial sums by key index mod 16 (in position order within each), reduced by
 // _mm512_reduce_add_ps's tree: llama.cpp's order for its F16 KQV matmul. Each (query, head) sees
@@ -60,43 +66,76 @@ void attend_block(const KvCache& kv, int il, const float* q, size_t q_row, int i
   if (buf.size() < need) buf.resize(need);
   float* rows = buf.data() + score_at.back();  // [kKeyChunk][hd]
 
-  // For each chunk of keys [c0, c0 + m) converted from `cache`, each row's visible part of it.
-  auto over_chunks = [&](const uint16_t* (KvCache::*cache)(int, int) const, auto&& use) {
-    for (int c0 = lo; c0 <= hi; c0 += kKeyChunk) {
-      const int m = std::min(kKeyChunk, hi - c0 + 1);
-      model::half_to_float_rows((kv.*cache)(il, c0) + (size_t)g * hd, stride, rows, m, hd);
-      for (int i = i0; i < i1; i++) {
-        const int p = pos0 + i, j0 = first_key(p);
-        const int a = std::max(c0, j0), b = std::min(c0 + m - 1, p);
-        if (a > b) continue;
-        const size_t nk = (size_t)(p - j0 + 1);
-        float* s = buf.data() + score_at[(size_t)(i - i0)];  // [G][nk]
-        for (int h = 0; h < G; h++) use(a, i, h, s + h * nk + (a - j0), rows + (size_t)(a - c0) * hd, b - a + 1);
-      }
-    }
+  // Per (row, head): its score vector's start, and 16 partial sums of weighted values by key index
+  // mod 16 (see weighted_rows_add).
+  auto scores_at = [&](int i, int h) {
+    const int p = pos0 + i;
+    return buf.data() + score_at[(size_t)(i - i0)] + (size_t)h * (p - first_key(p) + 1);
   };
-  auto q_at = [&](int i, int h) { return q + (size_t)i * q_row + (size_t)(g * G + h) * hd; };
-  auto out_at = [&](int i, int h) { return out + (size_t)i * q_row + (size_t)(g * G + h) * hd; };
-  over_chunks(&KvCache::k, [&](int, int i, int h, float* s, const float* k, int m) {
-    model::scaled_dots(q_at(i, h), k, m, hd, sh.scale, s);
-  });
-  // Per (row, head): 16 partial sums of weighted values, by key index mod 16 (see weighted_rows_add).
   thread_local std::vector<float> part;
   const size_t part_size = (size_t)model::kLanes * hd;
   part.assign((size_t)(i1 - i0) * G * part_size, 0.0f);
   auto part_at = [&](int i, int h) { return part.data() + ((size_t)(i - i0) * G + h) * part_size; };
+  auto q_at = [&](int i, int h) { return q + (size_t)i * q_row + (size_t)(g * G + h) * hd; };
+  auto out_at = [&](int i, int h) { return out + (size_t)i * q_row + (size_t)(g * G + h) * hd; };
+
+  // For each chunk of keys [c0, c0 + m) converted from `cache`: the rows that see part of it, in
+  // runs of rows that see the same keys [a, b] (all of the chunk, but for the chunks holding a
+  // row's own position or its window's start). use(i, e, a, b, kv) takes rows [i, e), whose G heads
+  // each are a query of one batched kernel call, with kv = key a's converted row.
+  auto over_chunks = [&](const uint16_t* (KvCache::*cache)(int, int) const, auto&& use) {
+    for (int c0 = lo; c0 <= hi; c0 += kKeyChunk) {
+      const int m = std::min(kKeyChunk, hi - c0 + 1);
+      model::half_to_float_rows((kv.*cache)(il, c0) + (size_t)g * hd, stride, rows, m, hd);
+      auto seen = [&](int i) {
+        const int p = pos0 + i;
+        return std::pair<int, int>(std::max(c0, first_key(p)), std::min(c0 + m - 1, p));
+      };
+      for (int i = i0; i < i1;) {
+        const auto [a, b] = seen(i);
+        int e = i + 1;
+        while (e < i1 && seen(e) == std::pair<int, int>(a, b)) e++;
+        if (a <= b) use(i, e, a, b, rows + (size_t)(a - c0) * hd);
+        i = e;
+      }
+    }
+  };
+  // The batch's query, score and partial-sum pointers: (e - i) * G of each.
+  thread_local std::vector<const float*> in_ptrs;
+  thread_local std::vector<float*> out_ptrs;
+  in_ptrs.resize((size_t)(i1 - i0) * G);
+  out_ptrs.resize((size_t)(i1 - i0) * G);
+  over_chunks(&KvCache::k, [&](int i, int e, int a, int b, const float* k) {
+    int nq = 0;
+    for (int r = i; r < e; r++) {
+      const int j0 = first_key(pos0 + r);
+      for (int h = 0; h < G; h++, nq++) {
+        in_ptrs[(size_t)nq] = q_at(r, h);
+        out_ptrs[(size_t)nq] = scores_at(r, h) + (a - j0);
+      }
+    }
+    model::scaled_dots(in_ptrs.data(), out_ptrs.data(), nq, k, b - a + 1, hd, sh.scale);
+  });
   for (int i = i0; i < i1; i++) {
     const int p = pos0 + i, j0 = first_key(p), nk = p - j0 + 1;
     for (int h = 0; h < G; h++) {
-      float* s = buf.data() + score_at[(size_t)(i - i0)] + (size_t)h * nk;
+      float* s = scores_at(i, h);
       // Rounded to half before weighting the values, as llama.cpp's softmax followed by its KQV
       // matmul against F16 values does.
       model::softmax(s, nk, j0 % model::kLanes);
       model::round_to_half(s, nk);
     }
   }
-  over_chunks(&KvCache::v, [&](int a, int i, int h, float* s, const float* v, int m) {
-    model::weighted_rows_add(s, v, m, hd, a % model::kLanes, part_at(i, h));
+  over_chunks(&KvCache::v, [&](int i, int e, int a, int b, const float* v) {
+    int nq = 0;
+    for (int r = i; r < e; r++) {
+      const int j0 = first_key(pos0 + r);
+      for (int h = 0; h < G; h++, nq++) {
+        in_ptrs[(size_t)nq] = scores_at(r, h) + (a - j0);
+        out_ptrs[(size_t)nq] = part_at(r, h);
+      }
+    }
+    model::weighted_rows_add(in_ptrs.data(), out_ptrs.data(), nq, v, b - a + 1, hd, a % model::kLanes);
   });
   for (int i = i0; i < i1; i++) {
     for (int h = 0; h < G; h++) model::reduce_lanes(part_at(i, h), hd, out_at(i, h));

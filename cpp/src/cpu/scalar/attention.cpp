@@ -29,7 +29,7 @@ void half_to_float_rows(const uint16_t* src, size_t stride, float* dst, int rows
   }
 }
 
-void scaled_dots(const float* q, const float* k, int rows, int n, float scale, float* out) {
+void scaled_dots_one(const float* q, const float* k, int rows, int n, float scale, float* out) {
   for (int r = 0; r < rows; r++) {
     const float* kr = k + (size_t)r * n;
     float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
@@ -50,12 +50,21 @@ void softmax(float* x, int n, int phase) {
   for (int j = 0; j < n; j++) x[j] *= inv_sum;
 }
 
-void weighted_rows_add(const float* w, const float* v, int rows, int n, int lane0, float* partial) {
+void weighted_rows_add_one(const float* w, const float* v, int rows, int n, int lane0, float* partial) {
   for (int r = 0; r < rows; r++) {
     const float* vr = v + (size_t)r * n;
     float* o = partial + (size_t)((lane0 + r) % kAttentionLanes) * n;
     for (int d = 0; d < n; d++) o[d] += w[r] * vr[d];
   }
+}
+
+void scaled_dots(const float* const* q, float* const* out, int nq, const float* k, int rows, int n, float scale) {
+  each_query_dots<scaled_dots_one>(q, out, nq, k, rows, n, scale);
+}
+
+void weighted_rows_add(const float* const* w, float* const* partial, int nq, const float* v, int rows, int n,
+                       int lane0) {
+  each_query_weighted_add<weighted_rows_add_one>(w, partial, nq, v, rows, n, lane0);
 }
 
 void reduce_lanes(const float* partial, int n, float* out) { reduce_lanes_strided(partial, n, n, out); }

@@ -34,6 +34,19 @@ inline float half_bits_to_float(uint16_t h) {
   return out;
 }
 
+// The batched attention kernels (kernels.h) for an ISA whose single-query version serves each
+// query in turn.
+template <void (*Dots)(const float* q, const float* k, int rows, int n, float scale, float* out)>
+void each_query_dots(const float* const* q, float* const* out, int nq, const float* k, int rows, int n, float scale) {
+  for (int j = 0; j < nq; j++) Dots(q[j], k, rows, n, scale, out[j]);
+}
+
+template <void (*Add)(const float* w, const float* v, int rows, int n, int lane0, float* partial)>
+void each_query_weighted_add(const float* const* w, float* const* partial, int nq, const float* v, int rows, int n,
+                             int lane0) {
+  for (int j = 0; j < nq; j++) Add(w[j], v, rows, n, lane0, partial[j]);
+}
+
 inline float reduce8(const float* acc) {
   return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
 }

@@ -41,9 +41,12 @@ void float_to_half(const float* src, uint16_t* dst, int64_t n);
 
 // Attention (attention.cpp): 8 partial sums per dot, the exp of attention.h, 16 lanes of weighted values.
 void half_to_float_rows(const uint16_t* src, size_t src_stride, float* dst, int rows, int n);
-void scaled_dots(const float* q, const float* k, int rows, int n, float scale, float* out);
+void scaled_dots_one(const float* q, const float* k, int rows, int n, float scale, float* out);
+void scaled_dots(const float* const* q, float* const* out, int nq, const float* k, int rows, int n, float scale);
 void softmax(float* x, int n, int phase);
-void weighted_rows_add(const float* w, const float* v, int rows, int n, int lane0, float* partial);
+void weighted_rows_add_one(const float* w, const float* v, int rows, int n, int lane0, float* partial);
+void weighted_rows_add(const float* const* w, float* const* partial, int nq, const float* v, int rows, int n,
+                       int lane0);
 void reduce_lanes(const float* partial, int n, float* out);
 
 // Row-wise ops (rows.cpp): silu by std::exp; rope with std::fma (rope.h).

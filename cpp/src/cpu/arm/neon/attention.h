@@ -27,7 +27,7 @@ inline void lane_columns(const float* w, const float* v, int r0, int rows, int n
   for (int t = 0; t < C; t++) vst1q_f32(o + 4 * t, acc[t]);
 }
 
-inline void weighted_rows_add(const float* w, const float* v, int rows, int n, int lane0, float* partial) {
+inline void weighted_rows_add_one(const float* w, const float* v, int rows, int n, int lane0, float* partial) {
   for (int r0 = 0; r0 < rows && r0 < kAttentionLanes; r0++) {
     float* o = partial + (size_t)((lane0 + r0) % kAttentionLanes) * n;
     int d = 0;
@@ -37,6 +37,11 @@ inline void weighted_rows_add(const float* w, const float* v, int rows, int n, i
       for (int r = r0; r < rows; r += kAttentionLanes) o[d] = std::fma(w[r], v[(size_t)r * n + d], o[d]);
     }
   }
+}
+
+inline void weighted_rows_add(const float* const* w, float* const* partial, int nq, const float* v, int rows, int n,
+                              int lane0) {
+  each_query_weighted_add<weighted_rows_add_one>(w, partial, nq, v, rows, n, lane0);
 }
 
 }  // namespace

@@ -31,7 +31,7 @@ inline void half_to_float_rows(const uint16_t* src, size_t stride, float* dst, i
 
 // Four rows at a time: four independent FMA chains keep the unit busy (one chain waits on each
 // FMA's latency); each row's lanes are summed in the same order as one row alone.
-inline void scaled_dots(const float* q, const float* k, int rows, int n, float scale, float* out) {
+inline void scaled_dots_one(const float* q, const float* k, int rows, int n, float scale, float* out) {
   const int n8 = n / 8 * 8;
   int r = 0;
   for (; r + 4 <= rows; r += 4) {
@@ -56,6 +56,67 @@ inline void scaled_dots(const float* q, const float* k, int rows, int n, float s
     _mm256_store_ps(acc, v);
     for (int i = n8; i < n; i++) acc[i & 7] += q[i] * kr[i];
     out[r] = scale * reduce8(acc);
+  }
+}
+
+// The sums of four 8-lane accumulators in reduce8's tree, ((a0 + a4) + (a1 + a5)) + ((a2 + a6) +
+// (a3 + a7)), as the four lanes of the result: the same bits as reduce8 on each.
+inline __m128 reduce8x4(__m256 v0, __m256 v1, __m256 v2, __m256 v3) {
+  // a_i + a_(i + 4): [v0 | v1], [v2 | v3]
+  const __m256 p01 = _mm256_add_ps(_mm256_permute2f128_ps(v0, v1, 0x20), _mm256_permute2f128_ps(v0, v1, 0x31));
+  const __m256 p23 = _mm256_add_ps(_mm256_permute2f128_ps(v2, v3, 0x20), _mm256_permute2f128_ps(v2, v3, 0x31));
+  const __m256 h = _mm256_hadd_ps(p01, p23);  // p0 + p1, p2 + p3 of [v0, v2 | v1, v3]
+  const __m256 t = _mm256_hadd_ps(h, h);      // (p0 + p1) + (p2 + p3): [v0, v2, v0, v2 | v1, v3, v1, v3]
+  return _mm_unpacklo_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
+}
+
+// Q queries against keys [r, r + 4) (rows n floats apart, n a multiple of 8): each key vector is
+// loaded once for the Q queries. Each dot is scaled_dots_one's FMA chain and tree.
+template <int Q>
+inline void dots_tile(const float* const* q, float* const* out, const float* k, int r, int n, float scale) {
+  const float* k0 = k + (size_t)r * n;
+  __m256 v[Q][4];
+  for (int j = 0; j < Q; j++) {
+    for (int t = 0; t < 4; t++) v[j][t] = _mm256_setzero_ps();
+  }
+  for (int i = 0; i < n; i += 8) {
+    __m256 qi[Q];
+    for (int j = 0; j < Q; j++) qi[j] = _mm256_loadu_ps(q[j] + i);
+    for (int t = 0; t < 4; t++) {
+      const __m256 kt = _mm256_loadu_ps(k0 + (size_t)t * n + i);
+      for (int j = 0; j < Q; j++) v[j][t] = _mm256_fmadd_ps(qi[j], kt, v[j][t]);
+    }
+  }
+  for (int j = 0; j < Q; j++) {
+    _mm_storeu_ps(out[j] + r, _mm_mul_ps(reduce8x4(v[j][0], v[j][1], v[j][2], v[j][3]), _mm_set1_ps(scale)));
+  }
+}
+
+// Queries in tiles of kDotQueries (12 accumulators, 3 queries and a key fill the 16 registers),
+// keys in tiles of 4.
+constexpr int kDotQueries = 3;
+
+inline void scaled_dots(const float* const* q, float* const* out, int nq, const float* k, int rows, int n,
+                        float scale) {
+  if (n % 8 != 0) {
+    each_query_dots<scaled_dots_one>(q, out, nq, k, rows, n, scale);
+    return;
+  }
+  const int rows4 = rows / 4 * 4;
+  for (int j = 0; j < nq; j += kDotQueries) {
+    const int m = std::min(kDotQueries, nq - j);
+    for (int r = 0; r < rows4; r += 4) {
+      if (m == 3) {
+        dots_tile<3>(q + j, out + j, k, r, n, scale);
+      } else if (m == 2) {
+        dots_tile<2>(q + j, out + j, k, r, n, scale);
+      } else {
+        dots_tile<1>(q + j, out + j, k, r, n, scale);
+      }
+    }
+    if (rows4 < rows) {
+      for (int jj = j; jj < j + m; jj++) scaled_dots_one(q[jj], k + (size_t)rows4 * n, rows - rows4, n, scale, out[jj] + rows4);
+    }
   }
 }
 
@@ -113,7 +174,7 @@ inline void lane_columns(const float* w, const float* v, int r0, int rows, int n
   for (int t = 0; t < C; t++) _mm256_storeu_ps(o + 8 * t, acc[t]);
 }
 
-inline void weighted_rows_add(const float* w, const float* v, int rows, int n, int lane0, float* partial) {
+inline void weighted_rows_add_one(const float* w, const float* v, int rows, int n, int lane0, float* partial) {
   for (int r0 = 0; r0 < rows && r0 < kAttentionLanes; r0++) {
     float* o = partial + (size_t)((lane0 + r0) % kAttentionLanes) * n;
     int d = 0;
@@ -121,6 +182,59 @@ inline void weighted_rows_add(const float* w, const float* v, int rows, int n, i
     for (; d + 8 <= n; d += 8) lane_columns<1>(w, v + d, r0, rows, n, o + d);
     for (; d < n; d++) {
       for (int r = r0; r < rows; r += kAttentionLanes) o[d] += w[r] * v[(size_t)r * n + d];
+    }
+  }
+}
+
+// lane_columns for Q queries and 4 x 8 columns: each row of values is loaded once for the Q queries.
+// o[j] + d: query j's partial sums of the lane at column d. Every sum is lane_columns' chain.
+template <int Q>
+inline void lane_columns_q(const float* const* w, const float* v, int r0, int rows, int n, float* const* o, int d) {
+  __m256 acc[Q][4];
+  for (int j = 0; j < Q; j++) {
+    for (int t = 0; t < 4; t++) acc[j][t] = _mm256_loadu_ps(o[j] + d + 8 * t);
+  }
+  for (int r = r0; r < rows; r += kAttentionLanes) {
+    __m256 wr[Q];
+    for (int j = 0; j < Q; j++) wr[j] = _mm256_set1_ps(w[j][r]);
+    const float* vr = v + (size_t)r * n + d;
+    for (int t = 0; t < 4; t++) {
+      __m256 vt = _mm256_loadu_ps(vr + 8 * t);
+      __asm__("" : "+x"(vt));  // one load for the Q queries: GCC would fold a load into each FMA
+      for (int j = 0; j < Q; j++) acc[j][t] = _mm256_fmadd_ps(wr[j], vt, acc[j][t]);
+    }
+  }
+  for (int j = 0; j < Q; j++) {
+    for (int t = 0; t < 4; t++) _mm256_storeu_ps(o[j] + d + 8 * t, acc[j][t]);
+  }
+}
+
+// Queries in tiles of kAddQueries (12 accumulators, 3 weights and a value row fill the 16 registers).
+constexpr int kAddQueries = 3;
+
+// Query tile by tile, then lane by lane: the chunk's value rows stay in L1 for all the tiles.
+// (Lane by lane first measured 10 % slower for verify(8) at 3000 keys, AVX2 on Zen 4.)
+inline void weighted_rows_add(const float* const* w, float* const* partial, int nq, const float* v, int rows, int n,
+                              int lane0) {
+  if (n % 32 != 0) {
+    each_query_weighted_add<weighted_rows_add_one>(w, partial, nq, v, rows, n, lane0);
+    return;
+  }
+  for (int j = 0; j < nq; j += kAddQueries) {
+    const int m = std::min(kAddQueries, nq - j);
+    for (int r0 = 0; r0 < rows && r0 < kAttentionLanes; r0++) {
+      const size_t lane = (size_t)((lane0 + r0) % kAttentionLanes) * n;
+      float* o[kAddQueries];
+      for (int jj = 0; jj < m; jj++) o[jj] = partial[j + jj] + lane;
+      for (int d = 0; d < n; d += 32) {
+        if (m == 3) {
+          lane_columns_q<3>(w + j, v, r0, rows, n, o, d);
+        } else if (m == 2) {
+          lane_columns_q<2>(w + j, v, r0, rows, n, o, d);
+        } else {
+          lane_columns_q<1>(w + j, v, r0, rows, n, o, d);
+        }
+      }
     }
   }
 }

@@ -30,7 +30,7 @@ inline __m128 reduce4(__m512 v0, __m512 v1, __m512 v2, __m512 v3) {
 
 // 16 lanes (i % 16), one FMA chain per key, the chains of four keys interleaved: llama.cpp's
 // tinyBLAS order for F16 K against F16-rounded q (whose products are exact in float).
-void scaled_dots(const float* q, const float* k, int rows, int n, float scale, float* out) {
+void scaled_dots_one(const float* q, const float* k, int rows, int n, float scale, float* out) {
   const int n16 = n / 16 * 16;
   auto tail = [&](float sum, const float* kr) {  // the elements past the last 16, then the scale
     for (int i = n16; i < n; i++) sum += q[i] * kr[i];
@@ -105,7 +105,7 @@ inline void lane_columns(const float* w, const float* v, int r0, int rows, int n
   for (int t = 0; t < C; t++) _mm512_storeu_ps(o + 16 * t, acc[t]);
 }
 
-void weighted_rows_add(const float* w, const float* v, int rows, int n, int lane0, float* partial) {
+void weighted_rows_add_one(const float* w, const float* v, int rows, int n, int lane0, float* partial) {
   for (int r0 = 0; r0 < rows && r0 < kAttentionLanes; r0++) {
     float* o = partial + (size_t)((lane0 + r0) % kAttentionLanes) * n;
     int d = 0;
@@ -133,6 +133,15 @@ void reduce_lanes(const float* partial, int n, float* out) {
     _mm512_storeu_ps(out + d, _mm512_add_ps(_mm512_add_ps(t[0], t[2]), _mm512_add_ps(t[1], t[3])));
   }
   if (d < n) reduce_lanes_strided(partial + d, n - d, n, out + d);
+}
+
+void scaled_dots(const float* const* q, float* const* out, int nq, const float* k, int rows, int n, float scale) {
+  each_query_dots<scaled_dots_one>(q, out, nq, k, rows, n, scale);
+}
+
+void weighted_rows_add(const float* const* w, float* const* partial, int nq, const float* v, int rows, int n,
+                       int lane0) {
+  each_query_weighted_add<weighted_rows_add_one>(w, partial, nq, v, rows, n, lane0);
 }
 
 }  // namespace
