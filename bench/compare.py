@@ -45,6 +45,7 @@ PROMPTS = {
 }
 VERIFY_NS = [1, 2, 3, 4, 6, 8, 12, 16]
 DEPTHS = [1000, 3000]  # decode after this many tokens of context (the verify model): attention's share
+VERIFY_DEPTH = 3000  # and one forward of 8 tokens (a verify batch) after this many
 
 
 # ---------------------------------------------------------------- running a measurement process
@@ -111,6 +112,14 @@ def worker(spec: dict) -> dict:
                 for i in range(d, d + 32):
                     deep.eval_last(long_ids[i:i + 1])
                 res["tg32_at"][d] = 32 / (time.perf_counter() - t)
+                if d == VERIFY_DEPTH:
+                    ts = []
+                    for _ in range(5):
+                        deep.truncate(d)
+                        t = time.perf_counter()
+                        deep.eval(long_ids[d:d + 8])
+                        ts.append(time.perf_counter() - t)
+                    res["verify8_at_ms"] = 1000 * sorted(ts)[2]
             del deep
 
             # Round-robin over n, median of 5: the machine's speed drifts within minutes, and the
@@ -211,6 +220,8 @@ def llama_model(bin_dir: Path, key: str, threads: int, verify: bool) -> dict:
         res["verify_ms"] = {r["n_prompt"]: r["avg_ns"] / 1e6 for r in rows}
         rows, _ = llama_bench(bin_dir, path, threads, "0", "32", ["-d", ",".join(map(str, DEPTHS))])
         res["tg32_at"] = {r["n_depth"]: r["avg_ts"] for r in rows}
+        rows, _ = llama_bench(bin_dir, path, threads, "8", "0", ["-d", str(VERIFY_DEPTH), "-r", "2"])
+        res["verify8_at_ms"] = rows[0]["avg_ns"] / 1e6
     return res
 
 
@@ -348,6 +359,11 @@ def main() -> None:
                 for d in DEPTHS:
                     print(f"  decode after {d} tokens of context: ours {od[d]:5.1f} tok/s, llama.cpp "
                           f"{p['tg32_at'][d]:5.1f} tok/s ({ratio(od[d], p['tg32_at'][d]).strip()})")
+                if "verify8_at_ms" in o and "verify8_at_ms" in p:
+                    ov8, pv8 = o["verify8_at_ms"], p["verify8_at_ms"]
+                    print(f"  verify(8) after {VERIFY_DEPTH} tokens of context: ours {ov8:6.1f} ms "
+                          f"({ov8 * od[VERIFY_DEPTH] / 1000:4.2f}x its decode), llama.cpp {pv8:6.1f} ms "
+                          f"({pv8 * p['tg32_at'][VERIFY_DEPTH] / 1000:4.2f}x) ({ratio(pv8, ov8).strip()} faster)")
                 print()
     if args.only in (None, "spec"):
         target, draft = models.DEFAULT_TARGET, models.DEFAULT_DRAFT

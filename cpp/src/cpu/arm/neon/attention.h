@@ -41,7 +41,7 @@ inline void weighted_rows_add_one(const float* w, const float* v, int rows, int 
 
 inline void weighted_rows_add(const float* const* w, float* const* partial, int nq, const float* v, int rows, int n,
                               int lane0) {
-  each_query_weighted_add<weighted_rows_add_one>(w, partial, nq, v, rows, n, lane0);
+  for (int j = 0; j < nq; j++) weighted_rows_add_one(w[j], v, rows, n, lane0, partial[j]);
 }
 
 }  // namespace
