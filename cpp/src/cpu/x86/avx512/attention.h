@@ -62,54 +62,6 @@ void scaled_dots_one(const float* q, const float* k, int rows, int n, float scal
   }
 }
 
-// Q queries against keys [r, r + 4) (n a multiple of 16): each key vector is loaded once for the
-// Q queries. Each dot is scaled_dots_one's FMA chain and tree.
-template <int Q>
-inline void dots_tile(const float* const* q, float* const* out, const float* k, int r, int n, float scale) {
-  const float* k0 = k + (size_t)r * n;
-  __m512 v[Q][4];
-  for (int j = 0; j < Q; j++) {
-    for (int t = 0; t < 4; t++) v[j][t] = _mm512_setzero_ps();
-  }
-  for (int i = 0; i < n; i += 16) {
-    __m512 qi[Q];
-    for (int j = 0; j < Q; j++) qi[j] = _mm512_loadu_ps(q[j] + i);
-    for (int t = 0; t < 4; t++) {
-      const __m512 kt = _mm512_loadu_ps(k0 + (size_t)t * n + i);
-      for (int j = 0; j < Q; j++) v[j][t] = _mm512_fmadd_ps(kt, qi[j], v[j][t]);
-    }
-  }
-  for (int j = 0; j < Q; j++) {
-    _mm_storeu_ps(out[j] + r, _mm_mul_ps(reduce4(v[j][0], v[j][1], v[j][2], v[j][3]), _mm_set1_ps(scale)));
-  }
-}
-
-// Queries in tiles of kDotQueries (16 accumulators, 4 queries and a key of the 32 registers), keys
-// in tiles of 4.
-constexpr int kDotQueries = 4;
-
-void scaled_dots(const float* const* q, float* const* out, int nq, const float* k, int rows, int n, float scale) {
-  if (n % 16 != 0) {
-    each_query_dots<scaled_dots_one>(q, out, nq, k, rows, n, scale);
-    return;
-  }
-  const int rows4 = rows / 4 * 4;
-  for (int j = 0; j < nq; j += kDotQueries) {
-    const int m = std::min(kDotQueries, nq - j);
-    for (int r = 0; r < rows4; r += 4) {
-      switch (m) {
-        case 4: dots_tile<4>(q + j, out + j, k, r, n, scale); break;
-        case 3: dots_tile<3>(q + j, out + j, k, r, n, scale); break;
-        case 2: dots_tile<2>(q + j, out + j, k, r, n, scale); break;
-        default: dots_tile<1>(q + j, out + j, k, r, n, scale); break;
-      }
-    }
-    if (rows4 < rows) {
-      for (int jj = j; jj < j + m; jj++) scaled_dots_one(q[jj], k + (size_t)rows4 * n, rows - rows4, n, scale, out[jj] + rows4);
-    }
-  }
-}
-
 // ggml_compute_forward_soft_max_f32 on this ISA: exp(x - max) by 16-lane chunks aligned to key
 // index 0 (x[0] sits in lane `phase`; lanes of keys a query does not see hold exact zeros, as
 // llama.cpp's mask makes them), each chunk's sum in the reduce tree added into a double, then
@@ -183,55 +135,13 @@ void reduce_lanes(const float* partial, int n, float* out) {
   if (d < n) reduce_lanes_strided(partial + d, n - d, n, out + d);
 }
 
-// lane_columns for Q queries and 4 x 16 columns: each row of values is loaded once for the Q
-// queries. o[j] + d: query j's partial sums of the lane at column d. Every sum is lane_columns' chain.
-template <int Q>
-inline void lane_columns_q(const float* const* w, const float* v, int r0, int rows, int n, float* const* o, int d) {
-  __m512 acc[Q][4];
-  for (int j = 0; j < Q; j++) {
-    for (int t = 0; t < 4; t++) acc[j][t] = _mm512_loadu_ps(o[j] + d + 16 * t);
-  }
-  for (int r = r0; r < rows; r += kAttentionLanes) {
-    __m512 wr[Q];
-    for (int j = 0; j < Q; j++) wr[j] = _mm512_set1_ps(w[j][r]);
-    const float* vr = v + (size_t)r * n + d;
-    for (int t = 0; t < 4; t++) {
-      __m512 vt = _mm512_loadu_ps(vr + 16 * t);
-      __asm__("" : "+v"(vt));  // one load for the Q queries: GCC would fold a load into each FMA
-      for (int j = 0; j < Q; j++) acc[j][t] = _mm512_fmadd_ps(wr[j], vt, acc[j][t]);
-    }
-  }
-  for (int j = 0; j < Q; j++) {
-    for (int t = 0; t < 4; t++) _mm512_storeu_ps(o[j] + d + 16 * t, acc[j][t]);
-  }
+void scaled_dots(const float* const* q, float* const* out, int nq, const float* k, int rows, int n, float scale) {
+  each_query_dots<scaled_dots_one>(q, out, nq, k, rows, n, scale);
 }
 
-// Queries in tiles of kAddQueries (16 accumulators, 4 weights and a value row of the 32 registers).
-constexpr int kAddQueries = 4;
-
-// Query tile by tile, then lane by lane: the chunk's value rows stay in L1 for all the tiles.
 void weighted_rows_add(const float* const* w, float* const* partial, int nq, const float* v, int rows, int n,
                        int lane0) {
-  if (n % 64 != 0) {
-    each_query_weighted_add<weighted_rows_add_one>(w, partial, nq, v, rows, n, lane0);
-    return;
-  }
-  for (int j = 0; j < nq; j += kAddQueries) {
-    const int m = std::min(kAddQueries, nq - j);
-    for (int r0 = 0; r0 < rows && r0 < kAttentionLanes; r0++) {
-      const size_t lane = (size_t)((lane0 + r0) % kAttentionLanes) * n;
-      float* o[kAddQueries];
-      for (int jj = 0; jj < m; jj++) o[jj] = partial[j + jj] + lane;
-      for (int d = 0; d < n; d += 64) {
-        switch (m) {
-          case 4: lane_columns_q<4>(w + j, v, r0, rows, n, o, d); break;
-          case 3: lane_columns_q<3>(w + j, v, r0, rows, n, o, d); break;
-          case 2: lane_columns_q<2>(w + j, v, r0, rows, n, o, d); break;
-          default: lane_columns_q<1>(w + j, v, r0, rows, n, o, d); break;
-        }
-      }
-    }
-  }
+  each_query_weighted_add<weighted_rows_add_one>(w, partial, nq, v, rows, n, lane0);
 }
 
 }  // namespace
