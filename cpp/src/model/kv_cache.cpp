@@ -100,20 +100,26 @@ void attend_block(const KvCache& kv, int il, const float* q, size_t q_row, int i
       }
     }
   };
-  // The batch's query, score and partial-sum pointers: (e - i) * G of each.
+  // Rows [i, e)'s G heads as one batch: in_of(r, h) and out_of(r, h, offset of key a in the row's
+  // scores) into the pointer arrays; returns the batch's size.
   thread_local std::vector<const float*> in_ptrs;
   thread_local std::vector<float*> out_ptrs;
   in_ptrs.resize((size_t)(i1 - i0) * G);
   out_ptrs.resize((size_t)(i1 - i0) * G);
-  over_chunks(&KvCache::k, [&](int i, int e, int a, int b, const float* k) {
+  auto gather = [&](int i, int e, int a, auto&& in_of, auto&& out_of) {
     int nq = 0;
     for (int r = i; r < e; r++) {
-      const int j0 = first_key(pos0 + r);
+      const int at = a - first_key(pos0 + r);
       for (int h = 0; h < G; h++, nq++) {
-        in_ptrs[(size_t)nq] = q_at(r, h);
-        out_ptrs[(size_t)nq] = scores_at(r, h) + (a - j0);
+        in_ptrs[(size_t)nq] = in_of(r, h, at);
+        out_ptrs[(size_t)nq] = out_of(r, h, at);
       }
     }
+    return nq;
+  };
+  over_chunks(&KvCache::k, [&](int i, int e, int a, int b, const float* k) {
+    const int nq = gather(
+        i, e, a, [&](int r, int h, int) { return q_at(r, h); }, [&](int r, int h, int at) { return scores_at(r, h) + at; });
     model::scaled_dots(in_ptrs.data(), out_ptrs.data(), nq, k, b - a + 1, hd, sh.scale);
   });
   for (int i = i0; i < i1; i++) {
@@ -127,14 +133,8 @@ void attend_block(const KvCache& kv, int il, const float* q, size_t q_row, int i
     }
   }
   over_chunks(&KvCache::v, [&](int i, int e, int a, int b, const float* v) {
-    int nq = 0;
-    for (int r = i; r < e; r++) {
-      const int j0 = first_key(pos0 + r);
-      for (int h = 0; h < G; h++, nq++) {
-        in_ptrs[(size_t)nq] = scores_at(r, h) + (a - j0);
-        out_ptrs[(size_t)nq] = part_at(r, h);
-      }
-    }
+    const int nq = gather(
+        i, e, a, [&](int r, int h, int at) { return scores_at(r, h) + at; }, [&](int r, int h, int) { return part_at(r, h); });
     model::weighted_rows_add(in_ptrs.data(), out_ptrs.data(), nq, v, b - a + 1, hd, a % model::kLanes);
   });
   for (int i = i0; i < i1; i++) {

@@ -7,6 +7,7 @@
 #include <cstddef>
 
 #include "cpu/kernels.h"
+#include "cpu/scalar/attention.h"
 
 namespace qd::cpu::neon {
 namespace {
@@ -41,7 +42,7 @@ inline void weighted_rows_add_one(const float* w, const float* v, int rows, int 
 
 inline void weighted_rows_add(const float* const* w, float* const* partial, int nq, const float* v, int rows, int n,
                               int lane0) {
-  for (int j = 0; j < nq; j++) weighted_rows_add_one(w[j], v, rows, n, lane0, partial[j]);
+  each_query_weighted_add<weighted_rows_add_one>(w, partial, nq, v, rows, n, lane0);
 }
 
 }  // namespace

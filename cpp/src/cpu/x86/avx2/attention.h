@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "cpu/scalar/attention.h"
+#include "cpu/x86/common.h"
 
 namespace qd::cpu::avx2 {
 namespace {
@@ -105,15 +106,9 @@ inline void scaled_dots(const float* const* q, float* const* out, int nq, const 
   const int rows4 = rows / 4 * 4;
   for (int j = 0; j < nq; j += kDotQueries) {
     const int m = std::min(kDotQueries, nq - j);
-    for (int r = 0; r < rows4; r += 4) {
-      if (m == 3) {
-        dots_tile<3>(q + j, out + j, k, r, n, scale);
-      } else if (m == 2) {
-        dots_tile<2>(q + j, out + j, k, r, n, scale);
-      } else {
-        dots_tile<1>(q + j, out + j, k, r, n, scale);
-      }
-    }
+    with_rows<1, kDotQueries>(m, [&](auto qc) {
+      for (int r = 0; r < rows4; r += 4) dots_tile<decltype(qc)::value>(q + j, out + j, k, r, n, scale);
+    });
     if (rows4 < rows) {
       for (int jj = j; jj < j + m; jj++) scaled_dots_one(q[jj], k + (size_t)rows4 * n, rows - rows4, n, scale, out[jj] + rows4);
     }
@@ -226,15 +221,9 @@ inline void weighted_rows_add(const float* const* w, float* const* partial, int 
       const size_t lane = (size_t)((lane0 + r0) % kAttentionLanes) * n;
       float* o[kAddQueries];
       for (int jj = 0; jj < m; jj++) o[jj] = partial[j + jj] + lane;
-      for (int d = 0; d < n; d += 32) {
-        if (m == 3) {
-          lane_columns_q<3>(w + j, v, r0, rows, n, o, d);
-        } else if (m == 2) {
-          lane_columns_q<2>(w + j, v, r0, rows, n, o, d);
-        } else {
-          lane_columns_q<1>(w + j, v, r0, rows, n, o, d);
-        }
-      }
+      with_rows<1, kAddQueries>(m, [&](auto qc) {
+        for (int d = 0; d < n; d += 32) lane_columns_q<decltype(qc)::value>(w + j, v, r0, rows, n, o, d);
+      });
     }
   }
 }
