@@ -9,6 +9,7 @@
 
 #include "cpu/scalar/attention.h"
 #include "cpu/x86/avx512/expf.h"
+#include "cpu/x86/common.h"
 
 namespace qd::cpu::avx512 {
 namespace {
@@ -91,36 +92,6 @@ void softmax(float* x, int n, int phase) {
   _mm512_mask_storeu_ps(x + j, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, x + j), inv));
 }
 
-// Lane by lane: the rows of one lane (key index mod 16) summed in registers, 16 columns at a time
-// (up to 256 columns per pass), their partial sums loaded and stored once per call.
-template <int C>
-inline void lane_columns(const float* w, const float* v, int r0, int rows, int n, float* o) {
-  __m512 acc[C];
-  for (int t = 0; t < C; t++) acc[t] = _mm512_loadu_ps(o + 16 * t);
-  for (int r = r0; r < rows; r += kAttentionLanes) {
-    const __m512 wr = _mm512_set1_ps(w[r]);
-    const float* vr = v + (size_t)r * n;
-    for (int t = 0; t < C; t++) acc[t] = _mm512_fmadd_ps(wr, _mm512_loadu_ps(vr + 16 * t), acc[t]);
-  }
-  for (int t = 0; t < C; t++) _mm512_storeu_ps(o + 16 * t, acc[t]);
-}
-
-void weighted_rows_add_one(const float* w, const float* v, int rows, int n, int lane0, float* partial) {
-  for (int r0 = 0; r0 < rows && r0 < kAttentionLanes; r0++) {
-    float* o = partial + (size_t)((lane0 + r0) % kAttentionLanes) * n;
-    int d = 0;
-    for (; d + 128 <= n; d += 128) lane_columns<8>(w, v + d, r0, rows, n, o + d);
-    if (d + 64 <= n) {
-      lane_columns<4>(w, v + d, r0, rows, n, o + d);
-      d += 64;
-    }
-    for (; d + 16 <= n; d += 16) lane_columns<1>(w, v + d, r0, rows, n, o + d);
-    for (; d < n; d++) {
-      for (int r = r0; r < rows; r += kAttentionLanes) o[d] += w[r] * v[(size_t)r * n + d];
-    }
-  }
-}
-
 // reduce_lanes with 16 columns per step: the same tree, lane by lane.
 void reduce_lanes(const float* partial, int n, float* out) {
   int d = 0;
@@ -135,13 +106,67 @@ void reduce_lanes(const float* partial, int n, float* out) {
   if (d < n) reduce_lanes_strided(partial + d, n - d, n, out + d);
 }
 
-void scaled_dots(const float* const* q, float* const* out, int nq, const float* k, int rows, int n, float scale) {
-  each_query_dots<scaled_dots_one>(q, out, nq, k, rows, n, scale);
+// reduce4's sums of four 16-lane accumulators, each held as its 256-bit halves (lanes 0-7 in lo,
+// 8-15 in hi): fold16, the 128-bit halves, then lanes (0 + 2) + (1 + 3). The same bits as reduce4.
+inline __m128 reduce4_halves(const __m256* lo, const __m256* hi) {
+  __m256 t[4];
+  for (int i = 0; i < 4; i++) t[i] = _mm256_add_ps(lo[i], hi[i]);  // fold16
+  // u_i = t_i + t_(i + 4), for [t0 | t1] and [t2 | t3], then reordered to u0, u2, u1, u3
+  const __m256 u01 = _mm256_add_ps(_mm256_permute2f128_ps(t[0], t[1], 0x20), _mm256_permute2f128_ps(t[0], t[1], 0x31));
+  const __m256 u23 = _mm256_add_ps(_mm256_permute2f128_ps(t[2], t[3], 0x20), _mm256_permute2f128_ps(t[2], t[3], 0x31));
+  constexpr int k0213 = _MM_SHUFFLE(3, 1, 2, 0);
+  const __m256 h = _mm256_hadd_ps(_mm256_permute_ps(u01, k0213), _mm256_permute_ps(u23, k0213));  // u0 + u2, u1 + u3
+  const __m256 s = _mm256_hadd_ps(h, h);  // (u0 + u2) + (u1 + u3): [t0, t2, t0, t2 | t1, t3, t1, t3]
+  return _mm_unpacklo_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
 }
 
-void weighted_rows_add(const float* const* w, float* const* partial, int nq, const float* v, int rows, int n,
-                       int lane0) {
-  each_query_weighted_add<weighted_rows_add_one>(w, partial, nq, v, rows, n, lane0);
+// Q queries against keys [r, r + 4) (rows n floats apart, n a multiple of 16), each key loaded once
+// for the Q queries. Every dot is scaled_dots_one's 16 FMA chains (as two 256-bit halves, 32
+// registers hold the tile) and its tree. 256-bit halves measured faster than 512-bit tiles on Zen 4,
+// which splits 512-bit FMAs in two.
+template <int Q>
+inline void dots_tile(const float* const* q, float* const* out, const float* k, int r, int n, float scale) {
+  const float* k0 = k + (size_t)r * n;
+  __m256 lo[Q][4], hi[Q][4];
+  for (int j = 0; j < Q; j++) {
+    for (int t = 0; t < 4; t++) lo[j][t] = hi[j][t] = _mm256_setzero_ps();
+  }
+  for (int i = 0; i < n; i += 16) {
+    __m256 qlo[Q], qhi[Q];
+    for (int j = 0; j < Q; j++) {
+      qlo[j] = _mm256_loadu_ps(q[j] + i);
+      qhi[j] = _mm256_loadu_ps(q[j] + i + 8);
+    }
+    for (int t = 0; t < 4; t++) {
+      __m256 klo = _mm256_loadu_ps(k0 + (size_t)t * n + i), khi = _mm256_loadu_ps(k0 + (size_t)t * n + i + 8);
+      __asm__("" : "+v"(klo), "+v"(khi));  // one load for the Q queries: GCC would fold a load into each FMA
+      for (int j = 0; j < Q; j++) {
+        lo[j][t] = _mm256_fmadd_ps(klo, qlo[j], lo[j][t]);
+        hi[j][t] = _mm256_fmadd_ps(khi, qhi[j], hi[j][t]);
+      }
+    }
+  }
+  for (int j = 0; j < Q; j++) _mm_storeu_ps(out[j] + r, _mm_mul_ps(reduce4_halves(lo[j], hi[j]), _mm_set1_ps(scale)));
+}
+
+// Queries in tiles of kDotQueries: 16 accumulators, 4 query halves and a key's 2 fit the registers.
+constexpr int kDotQueries = 2;
+
+void scaled_dots(const float* const* q, float* const* out, int nq, const float* k, int rows, int n, float scale) {
+  if (n % 16 != 0) {
+    each_query_dots<scaled_dots_one>(q, out, nq, k, rows, n, scale);
+    return;
+  }
+  const int rows4 = rows / 4 * 4;
+  for (int j = 0; j < nq; j += kDotQueries) {
+    const int m = std::min(kDotQueries, nq - j);
+    with_rows<1, kDotQueries>(m, [&](auto qc) {
+      for (int r = 0; r < rows4; r += 4) dots_tile<decltype(qc)::value>(q + j, out + j, k, r, n, scale);
+    });
+    if (rows4 < rows) {
+      for (int jj = j; jj < j + m; jj++) scaled_dots_one(q[jj], k + (size_t)rows4 * n, rows - rows4, n, scale, out[jj] + rows4);
+    }
+  }
 }
 
 }  // namespace
