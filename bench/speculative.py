@@ -15,7 +15,8 @@ acceptance rate, the mean number of draft tokens accepted per round, the mean dr
 the draft's time per drafted token (ms, catching up on accepted tokens included), then where the generation's time went (prompt processing apart): draft, verify, sampling and
 other (the loop's own work, emitting, detokenizing: the generation's time less the three).
 All engines stay loaded and take turns, so load changes on a shared machine hit each alike;
-with --reps N each cell shows the median of N runs.
+with --reps N each cell shows the median of N runs, and "vs plain" the median of N ratios, each
+run against the plain run of its own turn.
 """
 
 from __future__ import annotations
@@ -62,9 +63,9 @@ def lever_variants(args) -> list[tuple[str, dict]]:
     for q in quants:
         for h in heads:
             for sk in skips:
-                name = "".join([f" {q}" if q else "", f" h{h}" if h is not None else "",
+                name = "".join([f" {q}" if q and q != "auto" else "", f" h{h}" if h is not None else "",
                                 " s" + ",".join(map(str, sk)) if sk else ""])
-                out.append((name, dict(draft_quant=q, draft_head=h, draft_skip=sk or None)))
+                out.append((name, dict(draft_quant=q or "none", draft_head=h, draft_skip=sk or None)))
     return out
 
 
@@ -96,11 +97,16 @@ def run(args) -> list[dict]:
                     time_generate=s.time_generate,
                     time_other=max(0.0, s.time_generate - s.time_draft - s.time_verify - s.time_sampling)))
                 print(f"  rep {rep} {drafter:>22} {name:<11} {s.tokens_per_second:7.2f} tok/s  "
-                      f"accept {100 * s.acceptance_rate:5.1f} %", file=sys.stderr, flush=True)
+                      f"accept {100 * s.acceptance_rate:5.1f} % drafted {s.drafted} lengths {list(s.draft_length_histogram)}", file=sys.stderr, flush=True)
     rows = []
-    for cell in runs.values():
-        cell.sort(key=lambda r: r["tps"])
-        rows.append(cell[len(cell) // 2])
+    for (name, _), cell in runs.items():
+        # The ratio to plain pairs each run with the plain run of its own turn (the same phase of a
+        # shared machine's load), then takes the median: steadier than a ratio of two medians.
+        plain = runs[(name, "none")]
+        ratios = sorted(r["tps"] / p["tps"] for r, p in zip(cell, plain) if p["tps"] > 0)
+        row = sorted(cell, key=lambda r: r["tps"])[len(cell) // 2]
+        row["vs_plain"] = ratios[len(ratios) // 2] if ratios else float("nan")
+        rows.append(row)
     return rows
 
 
@@ -112,7 +118,6 @@ def share(part: float, total: float) -> str:
 
 
 def print_table(rows, args) -> None:
-    plain = {r["prompt"]: r["tps"] for r in rows if r["drafter"] == "none"}
     plain_text = {r["prompt"]: r["text"] for r in rows if r["drafter"] == "none"}
     print(f"target {args.target}, draft {args.draft}, {args.threads} threads, {args.max_tokens} tokens, "
           f"temperature {args.temperature}, draft_max {args.draft_max}{' fixed' if args.fixed else ''}, p_min {args.p_min}, "
@@ -123,8 +128,7 @@ def print_table(rows, args) -> None:
           f"{'same text':>9}")
     order = {d: i for i, d in enumerate(dict.fromkeys(r["drafter"] for r in rows))}
     for r in sorted(rows, key=lambda r: (r["prompt"], order[r["drafter"]])):
-        ratio = r["tps"] / plain[r["prompt"]] if plain.get(r["prompt"]) else float("nan")
-        print(f"{r['prompt']:<11} {r['drafter']:<{w}} {r['tps']:8.2f} {ratio:8.2f}x {100 * r['acceptance']:6.1f}% "
+        print(f"{r['prompt']:<11} {r['drafter']:<{w}} {r['tps']:8.2f} {r['vs_plain']:8.2f}x {100 * r['acceptance']:6.1f}% "
               f"{r['mean_accepted']:9.2f} {r['mean_draft']:9.2f} {r['draft_ms']:8.2f} {r['time_generate']:6.2f}s "
               + " ".join(f"{share(r[key], r['time_generate']):>6}" for key in SHARES)
               + f" {'yes' if r['text'] == plain_text.get(r['prompt']) else 'NO':>9}")
@@ -143,7 +147,8 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--draft-max", type=int, default=8)
     p.add_argument("--p-min", type=float, default=0.5)
-    p.add_argument("--draft-quant", default="none", help="draft requantization types, e.g. none,q4_0")
+    p.add_argument("--draft-quant", default="auto",
+                   help="draft requantization types, e.g. none,q4_0 (auto: the Engine's default, Q4_0)")
     p.add_argument("--draft-head", default="auto", help="draft head sizes, e.g. auto,8192,16384,0 (0: all)")
     p.add_argument("--draft-skip", default="", help="layer sets the draft skips, e.g. ';12;8,16' (empty: none)")
     p.add_argument("--fixed", action="store_true",

@@ -388,3 +388,30 @@ def test_without_a_hint_the_cold_start_drafts_to_time_the_drafter():
     hinted = _core._testing.DraftLength(1, 8)
     hinted.set_cost_hint(0, 0.7, 64)
     assert drive_catching_up(hinted, c_d, c_v, lambda s: 0.5, 128)[1] < per_token
+
+
+# The 1.5B's verify curve with the batched AVX2 kernels (forced AVX2 on Zen 4, 2026-12), where a
+# 0.5B draft token requantized to Q4_0 costs about 0.25 of a target step.
+BATCHED = ((1, 2, 4, 8, 16), (1.0, 1.12, 1.65, 2.7, 5.4))
+
+
+def test_an_idle_drafter_probes_at_the_start_of_each_generation():
+    """Short generations (64-token chat turns) with a drafter whose probe interval, catch-up
+    included, is longer than a generation: speculation switched off in one generation comes back
+    in the next once the text is predictable, because each new sequence probes at its first step
+    (the drafter has just read the prompt). Counting idle steps from zero per generation, it would
+    never reach the interval. (Acceptance 1.0 for the first steps: the deterministic spread of
+    drive() would otherwise refuse every generation's first draft token.)"""
+    c_v, c_d, n = curve(BATCHED), 0.25 * C1, 64
+    ctl = _core._testing.DraftLength(1, 8)
+    ctl.set_cost_hint(0, 0.25, 64)
+    drive_catching_up(ctl, c_d, c_v, lambda s: 0.05, 2 * n)  # nothing pays: idle at its end
+    ctl.new_sequence()
+    assert ctl.probe_interval(0) > n
+    per_gen = []
+    for _ in range(4):
+        ctl.new_sequence()
+        per_gen.append(drive_catching_up(ctl, c_d, c_v, lambda s: 1.0 if s < 2 else 0.95, n, cold=1.0, max_lag=2)[0])
+    shown = ["".join(map(str, ks)) for ks in per_gen]
+    assert per_gen[0][0] > 0, shown  # the first step probes
+    assert all(sum(1 for k in ks if k) >= 0.8 * n for ks in per_gen[1:]), shown

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include "common/error.h"
 
@@ -121,6 +122,7 @@ int DraftLength::next(int source) {
   // is neither timed nor hinted, a middling draft so that it gets timed.
   if (c_v_[1].c <= 0.0) return 0;
   if (planned_draft_cost(source) < 0.0) return std::min(kmax, 4);
+  const bool due = std::exchange(s.probe_due, false);
   const double a = alpha_for_choice(source);
   int best = 0;
   double best_rate = rate_at(source, 0, a);
@@ -148,7 +150,7 @@ int DraftLength::next(int source) {
   }
   if (!s.idle) s.probe_ok = false;
   s.idle = true;
-  if (++s.idle_steps >= probe_interval(source)) {
+  if (due || ++s.idle_steps >= probe_interval(source)) {
     s.idle_steps = 0;
     s.probing = true;
     return std::min(kmax, opt_.probe_length);
@@ -180,7 +182,10 @@ bool DraftLength::pays_at(int source, double a) const {
 }
 
 void DraftLength::new_sequence() {
-  for (Source& s : src_) s.idle_steps = 0, s.failed_probes = 0;
+  // An idle source probes at the new text's first step: the drafter has just read the prompt, so
+  // the probe pays no catch-up, and counting idle steps from zero again would never reach an
+  // interval longer than the generation (chat turns of a few hundred tokens).
+  for (Source& s : src_) s.idle_steps = 0, s.failed_probes = 0, s.probe_due = true;
 }
 
 void DraftLength::rescale(double factor) {

@@ -12,9 +12,10 @@
 // the text: as often as a budget of probe_budget of the time allows, counting what a probe
 // really costs (a model drafter idle for a while first catches up on the text it missed).
 // A refused probe doubles the interval, up to kMaxBackoff doublings; a fully accepted draft
-// ends the backoff. Only a fully accepted probe restarts drafting from k = 0. Acceptance evidence fades with every emitted token, drafted or not, so
-// after an idle stretch a probe's evidence outweighs the old, and drafting resumes as soon as
-// the (optimistic, while evidence is thin) estimate says it pays.
+// ends the backoff; a new sequence probes at its first step. Only a fully accepted probe
+// restarts drafting from k = 0. Acceptance evidence fades with every emitted token, drafted or
+// not, so after an idle stretch a probe's evidence outweighs the old, and drafting resumes as
+// soon as the (optimistic, while evidence is thin) estimate says it pays.
 //
 // Before anything is timed: plain steps until a plain step's cost is known (its first timing is
 // dropped too), since every choice weighs drafts against it and a plain step never costs more
@@ -75,7 +76,8 @@ class DraftLength {
   double verify_cost(int n_rows) const;  // estimate, seconds; < 0 before any measurement
   // Steps at k = 0 before the next probe of `source`.
   int probe_interval(int source) const;
-  // A new generation: the text may be more predictable, probe again soon.
+  // A new generation: the text may be more predictable, so an idle source probes at its first
+  // step (the drafter has just read the prompt: no catch-up), with the backoff reset.
   void new_sequence();
   // Expected tokens per second for a draft of k from `source` (< 0 when unknown).
   double rate(int source, int k) const;
@@ -99,6 +101,7 @@ class DraftLength {
     bool idle = false;                      // the arithmetic last chose k = 0
     bool probing = false;                   // the last next() returned a probe
     bool probe_ok = false;                  // the last probe since going idle was fully accepted
+    bool probe_due = false;                 // a new sequence began: an idle source probes at once
     int steps_since_explore = 0;
     bool explore_up = false;                // the next exploration tries best + 1 (else best - 1)
   };
