@@ -9,6 +9,7 @@
 #pragma once
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -91,6 +92,20 @@ inline void with_rows(int m, F&& f) {
       return;
     }
     with_rows<Lo + 1, Max>(m, f);
+  }
+}
+
+// Attention scores for nq queries in tiles of up to Q queries x 4 keys: tile(qc, j, r) for
+// queries [j, j + qc) and keys [r, r + 4), then one(j, r0) for query j's last rows % 4 keys.
+template <int Q, class Tile, class One>
+inline void query_key_tiles(int nq, int rows, Tile&& tile, One&& one) {
+  const int rows4 = rows / 4 * 4;
+  for (int j = 0; j < nq; j += Q) {
+    const int m = std::min(Q, nq - j);
+    with_rows<1, Q>(m, [&](auto qc) {
+      for (int r = 0; r < rows4; r += 4) tile(qc, j, r);
+    });
+    for (int jj = j; rows4 < rows && jj < j + m; jj++) one(jj, rows4);
   }
 }
 

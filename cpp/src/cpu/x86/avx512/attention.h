@@ -157,16 +157,9 @@ void scaled_dots(const float* const* q, float* const* out, int nq, const float* 
     each_query_dots<scaled_dots_one>(q, out, nq, k, rows, n, scale);
     return;
   }
-  const int rows4 = rows / 4 * 4;
-  for (int j = 0; j < nq; j += kDotQueries) {
-    const int m = std::min(kDotQueries, nq - j);
-    with_rows<1, kDotQueries>(m, [&](auto qc) {
-      for (int r = 0; r < rows4; r += 4) dots_tile<decltype(qc)::value>(q + j, out + j, k, r, n, scale);
-    });
-    if (rows4 < rows) {
-      for (int jj = j; jj < j + m; jj++) scaled_dots_one(q[jj], k + (size_t)rows4 * n, rows - rows4, n, scale, out[jj] + rows4);
-    }
-  }
+  query_key_tiles<kDotQueries>(
+      nq, rows, [&](auto qc, int j, int r) { dots_tile<decltype(qc)::value>(q + j, out + j, k, r, n, scale); },
+      [&](int j, int r0) { scaled_dots_one(q[j], k + (size_t)r0 * n, rows - r0, n, scale, out[j] + r0); });
 }
 
 }  // namespace
