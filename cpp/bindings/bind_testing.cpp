@@ -239,7 +239,7 @@ void register_testing(py::module_& m) {
       .def("verify_cost", &DraftLength::verify_cost, py::arg("n_rows"))
       .def("draft_cost", &DraftLength::draft_cost, py::arg("source") = 0)
       .def("step_cost", &DraftLength::step_cost, py::arg("source") = 0)
-      .def("probe_interval", &DraftLength::probe_interval, py::arg("source") = 0)
+      .def("probe_interval", &DraftLength::probe_interval, py::arg("source") = 0, py::arg("catch_up") = true)
       .def("new_sequence", &DraftLength::new_sequence)
       .def("rate", &DraftLength::rate, py::arg("source"), py::arg("k"));
 

@@ -150,7 +150,7 @@ int DraftLength::next(int source) {
   }
   if (!s.idle) s.probe_ok = false;
   s.idle = true;
-  if (due || ++s.idle_steps >= probe_interval(source)) {
+  if (++s.idle_steps >= probe_interval(source, /*catch_up=*/!due)) {
     s.idle_steps = 0;
     s.probing = true;
     return std::min(kmax, opt_.probe_length);
@@ -158,7 +158,7 @@ int DraftLength::next(int source) {
   return 0;
 }
 
-int DraftLength::probe_interval(int source) const {
+int DraftLength::probe_interval(int source, bool catch_up) const {
   const Source& s = src_[source];
   const int kp = std::min(opt_.draft_max, opt_.probe_length);
   const double c1 = verify_cost(1), cd = planned_draft_cost(source);
@@ -169,7 +169,7 @@ int DraftLength::probe_interval(int source) const {
   if (s.judged < kThinEvidence && pays_at(source, opt_.alpha_prior)) return opt_.probe_every;
   // A probe costs its catch-up, its draft and the verify rows beyond the plain step's one.
   const double cost = std::max(
-      0.0, catch_up_cost(source) + cd + (kp - 1) * step_cost(source) + verify_cost(kp + 1) - c1);
+      0.0, (catch_up ? catch_up_cost(source) : 0.0) + cd + (kp - 1) * step_cost(source) + verify_cost(kp + 1) - c1);
   const double base = std::clamp(cost / (opt_.probe_budget * c1), (double)opt_.probe_every, 4096.0);
   return (int)(base * (1 << s.failed_probes));
 }
@@ -182,10 +182,10 @@ bool DraftLength::pays_at(int source, double a) const {
 }
 
 void DraftLength::new_sequence() {
-  // An idle source probes at the new text's first step: the drafter has just read the prompt, so
-  // the probe pays no catch-up, and counting idle steps from zero again would never reach an
-  // interval longer than the generation (chat turns of a few hundred tokens).
-  for (Source& s : src_) s.idle_steps = 0, s.failed_probes = 0, s.probe_due = true;
+  // Idle steps keep counting across sequences: from zero again at each, they would never reach an
+  // interval longer than a generation (chat turns of a few hundred tokens). At the new text's first
+  // step the drafter has just read the prompt, so a probe there pays no catch-up and is due sooner.
+  for (Source& s : src_) s.failed_probes = 0, s.probe_due = true;
 }
 
 void DraftLength::rescale(double factor) {

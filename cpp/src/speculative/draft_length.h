@@ -12,7 +12,8 @@
 // the text: as often as a budget of probe_budget of the time allows, counting what a probe
 // really costs (a model drafter idle for a while first catches up on the text it missed).
 // A refused probe doubles the interval, up to kMaxBackoff doublings; a fully accepted draft
-// ends the backoff; a new sequence probes at its first step. Only a fully accepted probe
+// ends the backoff; a new sequence's first step probes at the interval of a probe without a
+// catch-up (the drafter has just read the prompt). Only a fully accepted probe
 // restarts drafting from k = 0. Acceptance evidence fades with every emitted token, drafted or
 // not, so after an idle stretch a probe's evidence outweighs the old, and drafting resumes as
 // soon as the (optimistic, while evidence is thin) estimate says it pays.
@@ -74,10 +75,11 @@ class DraftLength {
   // token's usual share of a draft step until that is timed.
   double catch_up_cost(int source) const;
   double verify_cost(int n_rows) const;  // estimate, seconds; < 0 before any measurement
-  // Steps at k = 0 before the next probe of `source`.
-  int probe_interval(int source) const;
-  // A new generation: the text may be more predictable, so an idle source probes at its first
-  // step (the drafter has just read the prompt: no catch-up), with the backoff reset.
+  // Steps at k = 0 before the next probe of `source`, for a probe that pays a catch-up or not.
+  int probe_interval(int source, bool catch_up = true) const;
+  // A new generation: the text may be more predictable, so the backoff is reset, and at its first
+  // step an idle source probes once a probe without catch-up is due (the drafter has just read
+  // the prompt); idle steps count on across generations.
   void new_sequence();
   // Expected tokens per second for a draft of k from `source` (< 0 when unknown).
   double rate(int source, int k) const;
@@ -101,7 +103,7 @@ class DraftLength {
     bool idle = false;                      // the arithmetic last chose k = 0
     bool probing = false;                   // the last next() returned a probe
     bool probe_ok = false;                  // the last probe since going idle was fully accepted
-    bool probe_due = false;                 // a new sequence began: an idle source probes at once
+    bool probe_due = false;                 // a new sequence began: its first step's probe has no catch-up
     int steps_since_explore = 0;
     bool explore_up = false;                // the next exploration tries best + 1 (else best - 1)
   };
