@@ -170,6 +170,9 @@ def test_issue_reproducer_truncated_during_a_generation(model_path, tmp_path):
         e.generate("hi", max_tokens=4, temperature=0)
         threading.Timer(0.3, lambda: os.truncate({str(c)!r}, os.path.getsize({str(c)!r}) // 2)).start()
         e.generate("hi", max_tokens=100000, temperature=0, ignore_eos=True)
-    """, timeout=120)
+    """, timeout=120, QD_FORCE_ISA="scalar")
+    # The scalar ISA's kernels read every weight in place. ISAs that repack at load hold the
+    # matrices and the norms in memory, and only the embedding rows of the tokens seen are read
+    # from the mapping: there a truncation may well pass unnoticed until the next start().
     assert r.returncode == -signal.SIGBUS, (r.returncode, r.stderr)
     assert f"quickdraft: bus error reading the model file {c}:" in r.stderr and "mmap=False" in r.stderr
