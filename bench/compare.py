@@ -3,6 +3,7 @@
     python bench/compare.py                       # everything (about 15 minutes on 2 cores)
     python bench/compare.py --only decode --models smollm2-135m --threads 2
     python bench/compare.py --isa avx2            # ours with QD_FORCE_ISA=avx2 against an AVX2-only llama.cpp
+    python bench/compare.py --isa avx2_vnni       # the same with AVX-VNNI on both sides (no AVX-512)
 
 Measures, for ours and llama.cpp side by side:
   decode tok/s (tg, 128 tokens) and pp512 tok/s for each model;
@@ -318,7 +319,7 @@ def main() -> None:
     ap.add_argument("--only", choices=["decode", "spec"], default=None)
     ap.add_argument("--tokens", type=int, default=128, help="tokens generated per speculative run")
     ap.add_argument("--drafters", default="qwen2.5-coder-0.5b,ngram,self")
-    ap.add_argument("--isa", choices=["avx2"], default=None,
+    ap.add_argument("--isa", choices=[k for k in peer.ISA_FLAGS if k], default=None,
                     help="ours with QD_FORCE_ISA=ISA against a llama.cpp built for that ISA only")
     args = ap.parse_args()
     if args.worker:

@@ -2,6 +2,7 @@
 
     python bench/peer.py            # prints the bin folder, building it first if needed (~5 min on 2 cores)
     python bench/peer.py avx2       # the AVX2-only build (no AVX-512, no AVX-VNNI), in build-avx2/
+    python bench/peer.py avx2_vnni  # AVX2 + AVX-VNNI, no AVX-512, in build-avx2_vnni/
 
 libllama() gives llama-cpp-python's low-level ctypes module (llama_cpp.llama_cpp, from the same
 sdist) bound to this build's libllama.so, for benches that drive llama.cpp's C API directly.
@@ -35,6 +36,10 @@ ISA_FLAGS = {
     None: ["-DGGML_NATIVE=ON"],
     "avx2": ["-DGGML_NATIVE=OFF", "-DGGML_AVX=ON", "-DGGML_AVX2=ON", "-DGGML_FMA=ON", "-DGGML_F16C=ON",
              "-DGGML_AVX512=OFF", "-DGGML_AVX_VNNI=OFF"],
+    # AVX2 with the VEX-encoded AVX-VNNI (Intel 12th gen and later laptops), no AVX-512: the peer of
+    # QD_FORCE_ISA=avx2_vnni on a CPU that has both (Sapphire Rapids, say).
+    "avx2_vnni": ["-DGGML_NATIVE=OFF", "-DGGML_AVX=ON", "-DGGML_AVX2=ON", "-DGGML_FMA=ON", "-DGGML_F16C=ON",
+                  "-DGGML_AVX512=OFF", "-DGGML_AVX_VNNI=ON"],
 }
 
 
@@ -77,7 +82,7 @@ def build(isa: str | None = None) -> Path:
 
 
 def ensure(isa: str | None = None) -> Path:
-    """The peer's bin folder for `isa` (None: native; "avx2": AVX2-only), built once."""
+    """The peer's bin folder for `isa` (None: native; "avx2": AVX2-only; "avx2_vnni"), built once."""
     return find_bin(isa) or build(isa)
 
 
