@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import platform
 import subprocess
 import sys
 import tarfile
@@ -32,8 +33,12 @@ def peer_dir() -> Path:
 
 # Extra configure flags per ISA: "avx2" is an AVX2-only build (no AVX-512, no AVX-VNNI), the
 # laptop path measured fairly on an AVX-512 machine; None is the native build.
+# The native build leaves out AMX: its matmul (ggml_backend_amx_mul_mat) crashes with SIGSEGV on
+# the Sapphire Rapids VMs here, and no laptop has AMX.
+_NO_AMX = ["-DCMAKE_C_FLAGS=-mno-amx-tile -mno-amx-int8 -mno-amx-bf16",
+           "-DCMAKE_CXX_FLAGS=-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"] if platform.machine() in ("x86_64", "AMD64") else []
 ISA_FLAGS = {
-    None: ["-DGGML_NATIVE=ON"],
+    None: ["-DGGML_NATIVE=ON", *_NO_AMX],
     "avx2": ["-DGGML_NATIVE=OFF", "-DGGML_AVX=ON", "-DGGML_AVX2=ON", "-DGGML_FMA=ON", "-DGGML_F16C=ON",
              "-DGGML_AVX512=OFF", "-DGGML_AVX_VNNI=OFF"],
     # AVX2 with the VEX-encoded AVX-VNNI (Intel 12th gen and later laptops), no AVX-512: the peer of

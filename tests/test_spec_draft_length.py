@@ -155,9 +155,17 @@ def test_probe_interval_follows_the_probe_cost():
     cheap.new_sequence()
     dear.new_sequence()
     assert cheap.probe_interval(0) < dear.probe_interval(0)
-    # ~5 % of the time: a probe costing 2 c_d + c_v(3) - c_v(1) every interval steps of c_v(1)
+    # ~5 % of the time: a probe costing 2 c_d + c_v(3) - c_v(1) every interval steps of c_v(1),
+    # stretched up to 4x while the acceptance seen (0 here) lies far below the break-even
     cost = 2 * dear.draft_cost(0) + dear.verify_cost(3) - dear.verify_cost(1)
-    assert abs(dear.probe_interval(0) - cost / (0.05 * dear.verify_cost(1))) <= 1
+    base = cost / (0.05 * dear.verify_cost(1))
+    doubted = dear.probe_interval(0)
+    assert 2 * base < doubted <= 4 * base + 1
+    # the stretch fades with the evidence: after many tokens the acceptance is the prior's 0.6,
+    # near this drafter's break-even, and the interval near the budget's own
+    for _ in range(400):
+        dear.record_verify(0, 1, 0, dear.verify_cost(1))
+    assert base - 1 <= dear.probe_interval(0) <= 1.5 * base < doubted
 
 
 def test_fixed_length_when_not_adaptive():

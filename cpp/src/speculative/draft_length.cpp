@@ -170,8 +170,24 @@ int DraftLength::probe_interval(int source, bool catch_up) const {
   // A probe costs its catch-up, its draft and the verify rows beyond the plain step's one.
   const double cost = std::max(
       0.0, (catch_up ? catch_up_cost(source) : 0.0) + cd + (kp - 1) * step_cost(source) + verify_cost(kp + 1) - c1);
+  // Refused probes stretch the interval (up to 2^kMaxBackoff), and so does, as far, an acceptance
+  // far below the one at which the drafter would pay: by (break-even / acceptance)^2. A new
+  // sequence resets the first, not the second, so a drafter that never pays (self-speculation on
+  // a small model) does not probe at the full budget's rate at the start of every generation. The
+  // evidence fades with every token emitted, and the stretch with it.
+  const double a = alpha(source), be = break_even(source);
+  const double doubt = a <= 0.0 ? 1e9 : be > a ? (be / a) * (be / a) : 1.0;
+  const double stretch = std::min<double>(1 << kMaxBackoff, std::max<double>(1 << s.failed_probes, doubt));
   const double base = std::clamp(cost / (opt_.probe_budget * c1), (double)opt_.probe_every, 4096.0);
-  return (int)(base * (1 << s.failed_probes));
+  return (int)(base * stretch);
+}
+
+double DraftLength::break_even(int source) const {
+  if (pays_at(source, 0.0)) return 0.0;
+  if (!pays_at(source, 0.999)) return 1.0;
+  double lo = 0.0, hi = 0.999;
+  for (int i = 0; i < 12; i++) (pays_at(source, 0.5 * (lo + hi)) ? hi : lo) = 0.5 * (lo + hi);
+  return hi;
 }
 
 bool DraftLength::pays_at(int source, double a) const {

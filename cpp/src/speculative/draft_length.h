@@ -11,8 +11,9 @@
 // While at k = 0 it probes now and then with a short draft, because acceptance changes with
 // the text: as often as a budget of probe_budget of the time allows, counting what a probe
 // really costs (a model drafter idle for a while first catches up on the text it missed).
-// A refused probe doubles the interval, up to kMaxBackoff doublings; a fully accepted draft
-// ends the backoff; a new sequence's first step probes at the interval of a probe without a
+// A refused probe doubles the interval, up to kMaxBackoff doublings, and an acceptance far below
+// the one at which the drafter would pay stretches it as far, across generations too.
+// A fully accepted draft ends the backoff; a new sequence's first step probes at the interval of a probe without a
 // catch-up (the drafter has just read the prompt). Only a fully accepted probe
 // restarts drafting from k = 0. Acceptance evidence fades with every emitted token, drafted or
 // not, so after an idle stretch a probe's evidence outweighs the old, and drafting resumes as
@@ -116,6 +117,8 @@ class DraftLength {
   double rate_at(int source, int k, double a) const;
   // Whether some k > 0 beats plain steps at acceptance a.
   bool pays_at(int source, double a) const;
+  // The lowest acceptance at which drafting from `source` pays (within 1e-3; 1 when none does).
+  double break_even(int source) const;
   // c_d as timed, else from the hint (< 0 when neither is known).
   double planned_draft_cost(int source) const;
   double fitted_verify_cost(int n_rows) const;
