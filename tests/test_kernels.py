@@ -50,6 +50,15 @@ ISA_PARAMS = isa_params(BUILT_ISAS)
 SIMD_ISA_PARAMS = isa_params([i for i in BUILT_ISAS if i != "scalar"])
 
 
+def test_cpu_vendor_is_detected():
+    """cpu_features()["amd"] (the rows8 kernels' prefetch distance follows it) matches the
+    vendor the kernel reports in /proc/cpuinfo."""
+    vendors = {line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("vendor_id")}
+    if not vendors:
+        pytest.skip("no x86 vendor_id in /proc/cpuinfo")
+    assert _core.cpu_features()["amd"] == bool(vendors & {"AuthenticAMD", "HygonGenuine"}), vendors
+
+
 def cols_for(t) -> int:
     block = gguf.GGML_QUANT_SIZES[t][0]
     # odd numbers of blocks / vector chunks exercise the kernels' tails; K-quants need 256s

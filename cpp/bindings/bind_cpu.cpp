@@ -31,6 +31,7 @@ void register_cpu(py::module_& m) {
         d["avx2"] = f.avx2, d["fma"] = f.fma, d["f16c"] = f.f16c;
         d["avx512f"] = f.avx512f, d["avx512bw"] = f.avx512bw, d["avx512vl"] = f.avx512vl;
         d["avx512dq"] = f.avx512dq, d["avx512vnni"] = f.avx512vnni, d["avx_vnni"] = f.avx_vnni;
+        d["amd"] = f.amd;
         d["asimd"] = f.neon, d["asimddp"] = f.dotprod, d["i8mm"] = f.i8mm, d["fp16"] = f.fp16;
         return d;
       },

@@ -29,6 +29,9 @@ CpuFeatures detect() {
   CpuFeatures f;
 #ifdef QD_X86
   unsigned a, b, c, d;
+  if (!__get_cpuid(0, &a, &b, &c, &d)) return f;
+  f.amd = (b == 0x68747541 && d == 0x69746e65 && c == 0x444d4163)     // "AuthenticAMD"
+          || (b == 0x6f677948 && d == 0x6e65476e && c == 0x656e6975);  // "HygonGenuine"
   if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
   const bool osxsave = (c >> 27) & 1;
   if (!osxsave) return f;

@@ -18,6 +18,7 @@ struct CpuFeatures {
   bool avx2 = false, fma = false, f16c = false;
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false, avx512vnni = false;
   bool avx_vnni = false;
+  bool amd = false;  // an AMD (or Hygon) x86 core: some kernels tune their prefetch distance to it
   // aarch64, from getauxval(AT_HWCAP/AT_HWCAP2): asimd (NEON), asimddp (SDOT), i8mm (SMMLA),
   // fp16 (half-precision arithmetic: fphp + asimdhp).
   bool neon = false, dotprod = false, i8mm = false, fp16 = false;

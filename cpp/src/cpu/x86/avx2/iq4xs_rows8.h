@@ -18,7 +18,7 @@ template <int R>
   const int64_t nb = w.cols / 256;
   const __m256i lut = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i*)quant::kvalues_iq4nl));
   const __m256i m4 = _mm256_set1_epi8(15), low16 = _mm256_set1_epi32(0xFFFF);
-  constexpr size_t ahead = rows8_prefetch_ahead<R>();
+  const size_t ahead = rows8_prefetch_ahead<R>();
   for (int64_t r = r0; r < r1; r += 8) {
     const uint8_t* group = w.data + (size_t)(r / 8) * (size_t)nb * kIQ4XSRows8Block;
     __m256 acc[R];

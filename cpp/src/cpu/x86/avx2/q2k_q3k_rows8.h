@@ -39,7 +39,7 @@ template <bool Q3, int R>
   const __m256i dup_hi = _mm256_setr_epi8(2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15,  //
                                           2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15);
   const __m256i m3 = _mm256_set1_epi8(3), m4 = _mm256_set1_epi8(4);
-  constexpr size_t ahead = rows8_prefetch_ahead<R>();
+  const size_t ahead = rows8_prefetch_ahead<R>();
   for (int64_t r = r0; r < r1; r += 8) {
     const uint8_t* group = w.data + (size_t)(r / 8) * (size_t)nb * kBlock;
     __m256 acc[R];

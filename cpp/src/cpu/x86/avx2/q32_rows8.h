@@ -97,7 +97,7 @@ template <class F, int R>
                     int64_t ldy) {
   constexpr size_t kBlock = q32_rows8_block<F>();
   const int64_t nb = w.cols / 32;
-  constexpr size_t ahead = rows8_prefetch_ahead<R>();
+  const size_t ahead = rows8_prefetch_ahead<R>();
   for (int64_t r = r0; r < r1; r += 8) {
     const uint8_t* group = w.data + (size_t)(r / 8) * (size_t)nb * kBlock;
     __m256 acc[R];

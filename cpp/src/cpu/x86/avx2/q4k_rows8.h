@@ -84,7 +84,7 @@ template <DotU8S8 D, bool Q5, int R>
 [[gnu::noinline]] void q4k_rows8_tile(const Matrix& w, int64_t r0, int64_t r1, const ActQ8_K* x, float* y,
                     int64_t ldy) {
   const int64_t nb = w.cols / 256;
-  constexpr size_t ahead = rows8_prefetch_ahead<R>();
+  const size_t ahead = rows8_prefetch_ahead<R>();
   constexpr size_t kBlock = k4k_rows8_block<Q5>();
   for (int64_t r = r0; r < r1; r += 8) {
     const uint8_t* group = w.data + (size_t)(r / 8) * (size_t)nb * kBlock;

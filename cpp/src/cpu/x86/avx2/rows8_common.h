@@ -8,6 +8,7 @@
 #pragma once
 #include <cstring>
 
+#include "common/cpu_features.h"
 #include "cpu/act_layout.h"
 #include "cpu/x86/common.h"
 
@@ -96,14 +97,25 @@ inline void rows8_store(float* y, int64_t r, int64_t r1, __m256 v) {
   for (int64_t i = 0; i < r1 - r; i++) y[r + i] = t[i];
 }
 
-// How far ahead a tile of R activation rows prefetches its weights. Measured on Zen 4 (AVX2
-// path, one thread, weights 4x the L3): with one or two rows the stream outruns a far
-// prefetch, which then competes with the lines in use: 256 bytes ahead reads Q6_K at 25 GB/s,
-// 2 KiB ahead at 11, none at 6.5 (the hardware prefetcher does not follow its two planes);
-// Q4_K / Q8_0 / Q5_0 are as fast or faster at 256. Taller tiles compute longer per byte and
-// gain from 4 KiB.
+// How far ahead a tile of R activation rows prefetches its weights. Taller tiles compute longer
+// per byte and gain from 4 KiB. With one or two rows the best distance depends on the core:
+// - Zen 4 (AVX2 path, one thread, weights 4x the L3): the stream outruns a far prefetch, which
+//   then competes with the lines in use: 256 bytes ahead reads Q6_K at 25 GB/s, 2 KiB ahead at
+//   11, none at 6.5 (the hardware prefetcher does not follow its two planes); Q4_K / Q8_0 / Q5_0
+//   are as fast or faster at 256.
+// - Sapphire Rapids (AVX2 path, 2 threads, bench/kernels.py --rows 286720, n = 1): 1 KiB ahead
+//   reads Q4_K at 29.5-30.1 GB/s against 27.2-27.5 at 256, Q5_0 29.3-29.6 against 25.6-25.9,
+//   Q8_0 30.1 against 28.5-29.1, Q6_K 28.7-29.2 against 28.3; the 1.5B decodes in 41.6-42.1 ms
+//   against 44.1-44.7 (2 KiB: 41.8-42.2, none: 44.2-44.6).
 template <int R>
-constexpr size_t rows8_prefetch_ahead() { return R <= 2 ? 256 : 4096; }
+inline size_t rows8_prefetch_ahead() {
+  if constexpr (R > 2) {
+    return 4096;
+  } else {
+    static const size_t near = cpu_features().amd ? 256 : 1024;
+    return near;
+  }
+}
 
 // Prefetch of the weights `ahead` bytes past p (the stream is sequential in the rows8 layout).
 inline void rows8_prefetch(const uint8_t* p, size_t bytes, size_t ahead) {
