@@ -37,14 +37,13 @@ def peer_dir() -> Path:
 # the Sapphire Rapids VMs here, and no laptop has AMX.
 _NO_AMX = ["-DCMAKE_C_FLAGS=-mno-amx-tile -mno-amx-int8 -mno-amx-bf16",
            "-DCMAKE_CXX_FLAGS=-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"] if platform.machine() in ("x86_64", "AMD64") else []
+_AVX2 = ["-DGGML_NATIVE=OFF", "-DGGML_AVX=ON", "-DGGML_AVX2=ON", "-DGGML_FMA=ON", "-DGGML_F16C=ON", "-DGGML_AVX512=OFF"]
 ISA_FLAGS = {
     None: ["-DGGML_NATIVE=ON", *_NO_AMX],
-    "avx2": ["-DGGML_NATIVE=OFF", "-DGGML_AVX=ON", "-DGGML_AVX2=ON", "-DGGML_FMA=ON", "-DGGML_F16C=ON",
-             "-DGGML_AVX512=OFF", "-DGGML_AVX_VNNI=OFF"],
+    "avx2": [*_AVX2, "-DGGML_AVX_VNNI=OFF"],
     # AVX2 with the VEX-encoded AVX-VNNI (Intel 12th gen and later laptops), no AVX-512: the peer of
     # QD_FORCE_ISA=avx2_vnni on a CPU that has both (Sapphire Rapids, say).
-    "avx2_vnni": ["-DGGML_NATIVE=OFF", "-DGGML_AVX=ON", "-DGGML_AVX2=ON", "-DGGML_FMA=ON", "-DGGML_F16C=ON",
-                  "-DGGML_AVX512=OFF", "-DGGML_AVX_VNNI=ON"],
+    "avx2_vnni": [*_AVX2, "-DGGML_AVX_VNNI=ON"],
 }
 
 

@@ -175,8 +175,12 @@ int DraftLength::probe_interval(int source, bool catch_up) const {
   // sequence resets the first, not the second, so a drafter that never pays (self-speculation on
   // a small model) does not probe at the full budget's rate at the start of every generation. The
   // evidence fades with every token emitted, and the stretch with it.
-  const double a = alpha(source), be = break_even(source);
-  const double doubt = a <= 0.0 ? 1e9 : be > a ? (be / a) * (be / a) : 1.0;
+  const double a = alpha(source);
+  double doubt = 1.0;  // pays at a: break-even <= a, no stretch (and no bisection)
+  if (!pays_at(source, a)) {
+    const double be = break_even(source);
+    doubt = a > 0.0 ? (be / a) * (be / a) : 1e9;
+  }
   const double stretch = std::min<double>(1 << kMaxBackoff, std::max<double>(1 << s.failed_probes, doubt));
   const double base = std::clamp(cost / (opt_.probe_budget * c1), (double)opt_.probe_every, 4096.0);
   return (int)(base * stretch);

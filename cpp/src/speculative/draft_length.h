@@ -12,9 +12,9 @@
 // the text: as often as a budget of probe_budget of the time allows, counting what a probe
 // really costs (a model drafter idle for a while first catches up on the text it missed).
 // A refused probe doubles the interval, up to kMaxBackoff doublings, and an acceptance far below
-// the one at which the drafter would pay stretches it as far, across generations too.
-// A fully accepted draft ends the backoff; a new sequence's first step probes at the interval of a probe without a
-// catch-up (the drafter has just read the prompt). Only a fully accepted probe
+// the one at which the drafter would pay stretches it as far, across generations too. A fully
+// accepted draft ends the backoff; a new sequence's first step probes at the interval of a probe
+// without a catch-up (the drafter has just read the prompt). Only a fully accepted probe
 // restarts drafting from k = 0. Acceptance evidence fades with every emitted token, drafted or
 // not, so after an idle stretch a probe's evidence outweighs the old, and drafting resumes as
 // soon as the (optimistic, while evidence is thin) estimate says it pays.
