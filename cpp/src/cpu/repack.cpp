@@ -10,12 +10,12 @@
 //   Q8_0    d[8] f16 | qs: word c of row r at 16 + 32c + 4r                      (c < 8)
 //   Q4_K    d[8] f16 | dmin[8] f16 | sc[8 sub-blocks][8 rows] u8 | m[8][8] u8 | qs: word c of
 //           row r at 160 + 32c + 4r (c < 32)                                 (1184 bytes)
-//   Q6_K    d[8] f16 | sc[8 pairs u][8 rows][2] i8 (scales 2u, 2u + 1) | lo plane at 144:
-//           vector (t, g) (t < 4, g < 8) at 144 + 32 (8t + g), byte i of row r =
-//           lo4(e[64t + 4g + i]) | lo4(e[64t + 32 + 4g + i]) << 4 | hi plane at 1168: vector
-//           (p, g) (p < 2) at 1168 + 32 (8p + g), byte i of row r = the high 2 bits of
+//   Q6_K    d[8] f16 | sc[8 pairs u][8 rows][2] i8 (scales 2u, 2u + 1) | 16 bytes of padding |
+//           lo plane at 160: vector (t, g) (t < 4, g < 8) at 160 + 32 (8t + g), byte i of row r =
+//           lo4(e[64t + 4g + i]) | lo4(e[64t + 32 + 4g + i]) << 4 | hi plane at 1184: vector
+//           (p, g) (p < 2) at 1184 + 32 (8p + g), byte i of row r = the high 2 bits of
 //           e[128p + 4g + i], e[128p + 32 + 4g + i], e[128p + 64 + 4g + i], e[128p + 96 + 4g + i]
-//           at bits 0, 2, 4, 6 | 16 bytes of padding                         (1696 bytes)
+//           at bits 0, 2, 4, 6                                                (1696 bytes)
 // where e[k] in [0, 64) is element k's 6-bit value (w = d * sc[k / 16] * (e[k] - 32)).
 //   IQ4_NL  d[8] f16 | qs as Q4_0
 //   Q5_K    as Q4_K | qh: word g of row r at 1184 + 32g + 4r (g < 8)             (1440 bytes)
@@ -161,7 +161,6 @@ void q4k_unpack_block(const uint8_t* src, int r, uint8_t* out) {
 
 // ---- Q6_K ----
 
-constexpr size_t kQ6KGroup = 1696;  // 1680 bytes and 16 of padding: 32-byte loads never straddle cache lines
 
 // e[k], the 6-bit value of element k (ggml's dequantize_row_q6_K order).
 void q6k_values(const quant::block_q6_K& b, uint8_t e[256]) {
@@ -191,7 +190,7 @@ void q6k_from_values(const uint8_t e[256], quant::block_q6_K& b) {
 }
 
 void q6k_pack_block(const uint8_t* const src[8], uint8_t* dst) {
-  std::memset(dst + 1680, 0, kQ6KGroup - 1680);
+  std::memset(dst + 144, 0, kQ6KRows8Lo - 144);
   for (int r = 0; r < 8; r++) {
     quant::block_q6_K b;
     std::memcpy(&b, src[r], sizeof b);
@@ -206,7 +205,7 @@ void q6k_pack_block(const uint8_t* const src[8], uint8_t* dst) {
       for (int g = 0; g < 8; g++) {
         for (int i = 0; i < 4; i++) {
           const int k = 64 * t + 4 * g + i;
-          dst[144 + 32 * (8 * t + g) + 4 * r + i] = (uint8_t)((e[k] & 0xF) | (e[k + 32] & 0xF) << 4);
+          dst[kQ6KRows8Lo + 32 * (8 * t + g) + 4 * r + i] = (uint8_t)((e[k] & 0xF) | (e[k + 32] & 0xF) << 4);
         }
       }
     }
@@ -214,7 +213,7 @@ void q6k_pack_block(const uint8_t* const src[8], uint8_t* dst) {
       for (int g = 0; g < 8; g++) {
         for (int i = 0; i < 4; i++) {
           const uint8_t* v = e + 128 * p + 4 * g + i;
-          dst[1168 + 32 * (8 * p + g) + 4 * r + i] =
+          dst[kQ6KRows8Hi + 32 * (8 * p + g) + 4 * r + i] =
               (uint8_t)((v[0] >> 4) | (v[32] >> 4) << 2 | (v[64] >> 4) << 4 | (v[96] >> 4) << 6);
         }
       }
@@ -234,7 +233,7 @@ void q6k_unpack_block(const uint8_t* src, int r, uint8_t* out) {
     for (int g = 0; g < 8; g++) {
       for (int i = 0; i < 4; i++) {
         const int k = 64 * t + 4 * g + i;
-        const uint8_t lo = src[144 + 32 * (8 * t + g) + 4 * r + i];
+        const uint8_t lo = src[kQ6KRows8Lo + 32 * (8 * t + g) + 4 * r + i];
         e[k] = lo & 0xF;
         e[k + 32] = lo >> 4;
       }
@@ -243,7 +242,7 @@ void q6k_unpack_block(const uint8_t* src, int r, uint8_t* out) {
   for (int p = 0; p < 2; p++) {
     for (int g = 0; g < 8; g++) {
       for (int i = 0; i < 4; i++) {
-        const uint8_t hi = src[1168 + 32 * (8 * p + g) + 4 * r + i];
+        const uint8_t hi = src[kQ6KRows8Hi + 32 * (8 * p + g) + 4 * r + i];
         uint8_t* v = e + 128 * p + 4 * g + i;
         for (int f = 0; f < 4; f++) v[32 * f] = (uint8_t)(v[32 * f] | ((hi >> (2 * f)) & 3) << 4);
       }
@@ -404,7 +403,7 @@ size_t group_block_bytes(uint32_t type) {
   Q32Shape s;
   if (q32_shape(type, &s)) return q32_group_bytes(s);
   if (type == (uint32_t)Type::Q4_K) return kQ4KGroup;
-  if (type == (uint32_t)Type::Q6_K) return kQ6KGroup;
+  if (type == (uint32_t)Type::Q6_K) return kQ6KRows8Block;
   if (type == (uint32_t)Type::Q5_K) return kQ5KGroup;
   if (type == (uint32_t)Type::Q3_K) return kQ3KGroup;
   if (type == (uint32_t)Type::Q2_K) return kQ2KGroup;

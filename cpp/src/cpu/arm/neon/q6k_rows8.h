@@ -6,11 +6,10 @@
 // acc += d * xd * S, one FMA per block.
 #pragma once
 #include "cpu/arm/neon/rows8_common.h"
+#include "cpu/repack.h"
 
 namespace qd::cpu {
 namespace {
-
-constexpr size_t kQ6KRows8Block = 1696;  // cpu/repack.cpp
 
 // Group G of block b (16 weights: elements 16G .. 16G + 15, which are k-groups 4q .. 4q + 3 of
 // part H = (G / 2) & 1 of chunk t = G / 4, q = G & 1) into isum. Each 6-bit value is the nibble
@@ -36,8 +35,8 @@ QD_ROWS8_INLINE inline void q6k_rows8_group(const uint8_t* blk, int G, const Act
     s_lo[j] = s_hi[j] = vld1q_dup_s32(x[j].osg16 + 16 * b + 4 * (G % 4) + G / 4);
     xv[j] = vld1q_s8(x[j].qs + 256 * b + 16 * G);
   }
-  const uint8_t* lo = blk + 144 + 32 * (8 * t + 4 * q);
-  const uint8_t* hi = blk + 1168 + 32 * (8 * (t / 2) + 4 * q);
+  const uint8_t* lo = blk + kQ6KRows8Lo + 32 * (8 * t + 4 * q);
+  const uint8_t* hi = blk + kQ6KRows8Hi + 32 * (8 * (t / 2) + 4 * q);
   rows8_unroll<4>([&](auto l) QD_ROWS8_INLINE {  // k-group 4q + l
     constexpr int L = decltype(l)::value;
     int8x16_t v[2];

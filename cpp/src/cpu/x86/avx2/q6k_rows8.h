@@ -6,12 +6,11 @@
 // vpdpbusd int32 sums, then one vpmulld: the same integers); the -32 as
 // -32 * sum_g sc_g * bsum_g by vpmaddwd. acc += d * xd * (S - 32 O), one FMA per block.
 #pragma once
+#include "cpu/repack.h"
 #include "cpu/x86/avx2/rows8_common.h"
 
 namespace qd::cpu {
 namespace {
-
-constexpr size_t kQ6KRows8Block = 1696;  // cpu/repack.cpp
 
 // The 6-bit values of vector (t, g), low (High = false: elements 64t + 4g + i) or high part
 // (elements 64t + 32 + 4g + i): nibble from the lo plane, two bits from field 2 (t & 1) + High of
@@ -20,8 +19,8 @@ template <int T, bool High>
 inline __m256i q6k_rows8_values(const uint8_t* blk, int g) {
   constexpr int t = T;
   const __m256i m4 = _mm256_set1_epi8(15), m30 = _mm256_set1_epi8(0x30);
-  const __m256i lo = _mm256_loadu_si256((const __m256i*)(blk + 144 + 32 * (8 * t + g)));
-  const __m256i hi = _mm256_loadu_si256((const __m256i*)(blk + 1168 + 32 * (8 * (t / 2) + g)));
+  const __m256i lo = _mm256_loadu_si256((const __m256i*)(blk + kQ6KRows8Lo + 32 * (8 * t + g)));
+  const __m256i hi = _mm256_loadu_si256((const __m256i*)(blk + kQ6KRows8Hi + 32 * (8 * (t / 2) + g)));
   const __m256i nib = High ? _mm256_and_si256(_mm256_srli_epi16(lo, 4), m4) : _mm256_and_si256(lo, m4);
   __m256i h2;
   constexpr int field = 2 * (t & 1) + (High ? 1 : 0);

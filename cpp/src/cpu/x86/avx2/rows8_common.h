@@ -99,20 +99,27 @@ inline void rows8_store(float* y, int64_t r, int64_t r1, __m256 v) {
 
 // How far ahead a tile of R activation rows prefetches its weights. Taller tiles compute longer
 // per byte and gain from 4 KiB. With one or two rows the best distance depends on the core:
-// - Zen 4 (AVX2 path, one thread, weights 4x the L3): the stream outruns a far prefetch, which
-//   then competes with the lines in use: 256 bytes ahead reads Q6_K at 25 GB/s, 2 KiB ahead at
-//   11, none at 6.5 (the hardware prefetcher does not follow its two planes); Q4_K / Q8_0 / Q5_0
-//   are as fast or faster at 256.
+// - Zen 4 (AVX2 path, one thread, weights 4x the L3, before Q6_K's planes were 32-byte aligned):
+//   the stream outruns a far prefetch, which then competes with the lines in use: 256 bytes ahead
+//   reads Q6_K at 25 GB/s, 2 KiB ahead at 11, none at 6.5 (the hardware prefetcher does not follow
+//   its two planes); Q4_K / Q8_0 / Q5_0 are as fast or faster at 256.
 // - Sapphire Rapids (AVX2 path, 2 threads, bench/kernels.py --rows 286720, n = 1): 1 KiB ahead
 //   reads Q4_K at 29.5-30.1 GB/s against 27.2-27.5 at 256, Q5_0 29.3-29.6 against 25.6-25.9,
 //   Q8_0 30.1 against 28.5-29.1, Q6_K 28.7-29.2 against 28.3; the 1.5B decodes in 41.6-42.1 ms
 //   against 44.1-44.7 (2 KiB: 41.8-42.2, none: 44.2-44.6).
+// - Zen 3 (AVX2 native, 2 threads, same bench): 2 KiB ahead reads Q6_K at 26-29 GB/s against 23
+//   at 256, Q5_0 31-35 against 27-28, Q4_K 29-32 against 27-29, Q8_0 32-33 against 30-31; the 1.5B
+//   decodes at 27.8-28.4 tok/s against 26.6-27.2 and the 0.5B at 75-77 against 69 (1 and 4 KiB
+//   within noise of 2). Zen 4, the AMD core with AVX-512, keeps the 256 measured there.
 template <int R>
 inline size_t rows8_prefetch_ahead() {
   if constexpr (R > 2) {
     return 4096;
   } else {
-    static const size_t near = cpu_features().amd ? 256 : 1024;
+    static const size_t near = [] {
+      const CpuFeatures& f = cpu_features();
+      return f.amd ? (f.avx512f ? 256 : 2048) : 1024;
+    }();
     return near;
   }
 }
