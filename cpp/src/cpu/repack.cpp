@@ -161,7 +161,6 @@ void q4k_unpack_block(const uint8_t* src, int r, uint8_t* out) {
 
 // ---- Q6_K ----
 
-
 // e[k], the 6-bit value of element k (ggml's dequantize_row_q6_K order).
 void q6k_values(const quant::block_q6_K& b, uint8_t e[256]) {
   for (int h = 0; h < 2; h++) {
@@ -190,7 +189,7 @@ void q6k_from_values(const uint8_t e[256], quant::block_q6_K& b) {
 }
 
 void q6k_pack_block(const uint8_t* const src[8], uint8_t* dst) {
-  std::memset(dst + 144, 0, kQ6KRows8Lo - 144);
+  std::memset(dst + 144, 0, kQ6KRows8Lo - 144);  // the padding after the scales (16 + 128 bytes)
   for (int r = 0; r < 8; r++) {
     quant::block_q6_K b;
     std::memcpy(&b, src[r], sizeof b);

@@ -22,8 +22,8 @@ namespace qd::cpu {
 bool rows8_supported(uint32_t type);
 
 // Q6_K's rows8 block (repack.cpp): its lo and hi planes start 32-byte aligned, like the block,
-// so no 32-byte load of them straddles a cache line. With the planes at 144 and 1168 half of them
-// did: on Zen 3 that read Q6_K at 12-14 GB/s from memory (2 threads), against 27 for Q4_K.
+// so no 32-byte load of them straddles a cache line (at 144 and 1168, half of them did). On Zen 3
+// this and the 2 KiB prefetch together took Q6_K from 12-14 to 26-29 GB/s (docs/benchmarks.md).
 constexpr size_t kQ6KRows8Block = 1696, kQ6KRows8Lo = 160, kQ6KRows8Hi = 1184;
 
 // Bytes of one block of a group of 8 rows in the rows8 layout (8 rows x 1 block).
