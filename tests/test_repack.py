@@ -44,7 +44,7 @@ def test_rows8_product_matches_the_gguf_layout(t, isa):
     """Each ISA's product over repacked weights (its rows8 kernel, or row by row through its GGUF
     kernel) equals the product over the GGUF bytes up to float summation order."""
     rng = np.random.default_rng(7 + int(t))
-    rows, cols = 40, cols_for(t)
+    rows, cols = 296, cols_for(t)  # 296: see test_rows8_kernels_are_batch_and_thread_invariant
     w = random_weight(t, rows, cols, rng)
     x = rng.standard_normal((11, cols)).astype(np.float32)
     ref = K.matmul(w, int(t), rows, cols, x, isa=isa, layout="gguf")
@@ -53,11 +53,14 @@ def test_rows8_product_matches_the_gguf_layout(t, isa):
     assert np.abs(y - ref).max() <= 1e-4 * scale, f"{t.name} {isa}: {np.abs(y - ref).max() / scale:.2e}"
 
 
+# 296 rows: the AVX2 tall tiles (rows8_tall) take row groups in chunks of 32 (256 rows), so one
+# whole chunk and a partial one (the layout needs rows in whole groups of 8).
+@pytest.mark.parametrize("rows", (48, 296))
 @pytest.mark.parametrize("isa", REPACKING_ISAS)
 @pytest.mark.parametrize("t", ROWS8_TYPES, ids=lambda t: t.name)
-def test_rows8_kernels_are_batch_and_thread_invariant(t, isa):
+def test_rows8_kernels_are_batch_and_thread_invariant(t, isa, rows):
     rng = np.random.default_rng(11 + int(t))
-    rows, cols = 48, cols_for(t)
+    cols = cols_for(t)
     w = random_weight(t, rows, cols, rng)
     x = rng.standard_normal((17, cols)).astype(np.float32)
     full = K.matmul(w, int(t), rows, cols, x, isa=isa, threads=1)

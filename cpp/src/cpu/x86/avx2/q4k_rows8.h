@@ -48,29 +48,15 @@ inline void q4k_rows8_part(const uint8_t* qv, const uint8_t* qh, int s, int g0, 
   }
 }
 
-// Sub-block s times its scale into isum[j]. Up to 4 rows: each vector unpacked once, the rows'
-// int16 sums over all 8 k-groups kept in registers, one vpmaddwd per row. Taller tiles (AVX-512's
-// 32 registers hold those sums for 8 rows; AVX2's 16 do not): each half of 4 vectors unpacked
-// once, then row by row its 4 products summed and folded, one vpmaddwd per row and half.
+// Sub-block s times its scale into isum[j]: each vector unpacked once, the rows' int16 sums over
+// all 8 k-groups kept in registers, one vpmaddwd per row. For up to 4 rows under AVX2 and 8 under
+// AVX-512; AVX2's 16 registers cannot hold those sums for more, and its taller tiles take
+// q4k_rows8_tall_block instead.
 template <DotU8S8 D, int R, bool High, bool Q5>
 inline void q4k_rows8_sub(const uint8_t* blk, int s, const int8_t* const* xq, __m256i* isum) {
   const uint8_t* qv = blk + 160 + 256 * (s / 2);
   const uint8_t* qh = blk + 1184;
   const __m256i sc = rows8_u8_scales<D>(blk + 32 + 8 * s);
-  if constexpr (rows8_row_by_row(R)) {
-    for (int half = 0; half < 2; half++) {
-      __m256i v[4];
-      for (int i = 0; i < 4; i++) v[i] = q4k_rows8_value<High, Q5>(qv, qh, s, 4 * half + i);
-      for (int j = 0; j < R; j++) {
-        const int8_t* xg = xq[j] + 16 * half;
-        __m256i s16 = rows8_dot<D>(_mm256_setzero_si256(), true, v[0], rows8_bcast(xg));
-        for (int i = 1; i < 4; i++) s16 = rows8_dot<D>(s16, false, v[i], rows8_bcast(xg + 4 * i));
-        isum[j] = _mm256_add_epi32(isum[j], rows8_scaled<D>(s16, sc));
-        rows8_pin(isum[j]);
-      }
-    }
-    return;
-  }
   // Q5_K's int16 sums hold 4 groups (16 products of 31 * 127), VNNI's int32 sums all 8
   constexpr int kParts = Q5 && D == DotU8S8::maddubs ? 2 : 1;
   __m256i s16[R];
@@ -122,11 +108,78 @@ template <DotU8S8 D, bool Q5, int R>
   }
 }
 
+// Block b of one row group against R rows broadcast in xb, into acc[R] (the tall tiles: rows8_tall).
+// Each sub-block's 8 vectors unpacked once and kept in registers while row by row their products
+// with the broadcast activations (memory operands) run in one int16 sum, folded by one vpmaddwd
+// (Q5_K: two sums of 4, whose int16 lanes hold 16 products of 31 * 127); the row sums isum[R] go
+// through memory, which the registers cannot spare. Then the mins and the two FMAs per row of
+// q4k_rows8_tile.
+template <DotU8S8 D, bool Q5, int R>
+[[gnu::always_inline]] inline void q4k_rows8_tall_block(const uint8_t* blk, int64_t b, const ActQ8_K* x,
+                                                        const Rows8Bcast<R>& xb, __m256* acc) {
+  constexpr int kParts = Q5 && D == DotU8S8::maddubs ? 2 : 1;
+  const uint8_t* qh = blk + 1184;
+  alignas(32) __m256i isum[R];
+  for (int j = 0; j < R; j++) isum[j] = _mm256_setzero_si256();
+  for (int s = 0; s < 8; s++) {
+    const uint8_t* qv = blk + 160 + 256 * (s / 2);
+    const __m256i sc = rows8_u8_scales<D>(blk + 32 + 8 * s);
+    __m256i v[8];
+    for (int g = 0; g < 8; g++) {
+      v[g] = s & 1 ? q4k_rows8_value<true, Q5>(qv, qh, s, g) : q4k_rows8_value<false, Q5>(qv, qh, s, g);
+    }
+    for (int j = 0; j < R; j++) {
+      const __m256i* xv = xb.at(s, j);
+      for (int part = 0; part < kParts; part++) {
+        constexpr int kGroups = 8 / kParts;
+        // pairwise: two chains of kGroups / 2 products, joined at the end
+        const int g0 = kGroups * part, h0 = g0 + kGroups / 2;
+        __m256i s16 = rows8_dot<D>(_mm256_setzero_si256(), true, v[g0], _mm256_load_si256(xv + g0));
+        __m256i t16 = rows8_dot<D>(_mm256_setzero_si256(), true, v[h0], _mm256_load_si256(xv + h0));
+        for (int i = 1; i < kGroups / 2; i++) {
+          s16 = rows8_dot<D>(s16, false, v[g0 + i], _mm256_load_si256(xv + g0 + i));
+          t16 = rows8_dot<D>(t16, false, v[h0 + i], _mm256_load_si256(xv + h0 + i));
+          rows8_pin(s16);
+          rows8_pin(t16);
+        }
+        s16 = rows8_join<D>(s16, t16);
+        isum[j] = _mm256_add_epi32(isum[j], rows8_scaled<D>(s16, sc));
+      }
+      __asm__("" : : "m"(isum[j]));  // isum[j] lives in memory between rows, v[] in registers
+    }
+  }
+  const __m256 d = rows8_f16(blk), dmin = rows8_f16(blk + 16);
+  const __m128i pair_bytes = _mm_setr_epi8(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
+  __m256i mins[4];
+  for (int u = 0; u < 4; u++) {
+    mins[u] = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(_mm_loadu_si128((const __m128i*)(blk + 96 + 16 * u)), pair_bytes));
+  }
+  for (int j = 0; j < R; j++) {
+    const int8_t* bs = (const int8_t*)(x[j].bsums32 + 8 * b);
+    __m256i msum = _mm256_madd_epi16(mins[0], rows8_bcast(bs));
+    for (int u = 1; u < 4; u++) msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mins[u], rows8_bcast(bs + 4 * u)));
+    const __m256 xd = _mm256_set1_ps(x[j].d[b]);
+    acc[j] = _mm256_fmadd_ps(_mm256_mul_ps(d, xd), _mm256_cvtepi32_ps(isum[j]), acc[j]);
+    acc[j] = _mm256_fnmadd_ps(_mm256_mul_ps(dmin, xd), _mm256_cvtepi32_ps(msum), acc[j]);
+  }
+}
+
+template <DotU8S8 D, bool Q5, int R>
+[[gnu::noinline]] void q4k_rows8_tall(const Matrix& w, int64_t r0, int64_t r1, const ActQ8_K* x, float* y,
+                                      int64_t ldy) {
+  rows8_tall<R>(w, k4k_rows8_block<Q5>(), r0, r1, x, y, ldy,
+                [&](const uint8_t* blk, int64_t b, const Rows8Bcast<R>& xb, __m256* acc) {
+                  q4k_rows8_tall_block<D, Q5, R>(blk, b, x, xb, acc);
+                });
+}
+
 template <DotU8S8 D, bool Q5, int kMax>
 void q4k_rows8_gemm(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t stride, int64_t n, float* y,
                     int64_t ldy) {
   rows8_run<kMax, ActQ8_K>(w, r0, r1, act, stride, n, act_q8_K, [&](auto rc, int64_t r, int64_t r_end, const ActQ8_K* x, int64_t i0) {
     q4k_rows8_tile<D, Q5, decltype(rc)::value>(w, r, r_end, x, y + i0 * ldy, ldy);
+  }, [&](auto rc, int64_t r, int64_t r_end, const ActQ8_K* x, int64_t i0) {
+    q4k_rows8_tall<D, Q5, decltype(rc)::value>(w, r, r_end, x, y + i0 * ldy, ldy);
   });
 }
 

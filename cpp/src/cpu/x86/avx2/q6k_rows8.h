@@ -56,22 +56,6 @@ inline void q6k_rows8_group(const uint8_t* blk, int p, const int8_t* const* xq, 
   }
 }
 
-// Vectors g and g + 1 (8 weights of each row, one scale) into isum[j], the taller tiles' order
-// under AVX2 (rows8_row_by_row): both vectors unpacked once for all R rows, then row by row the two
-// products summed and folded, so only isum[R], the two vectors and the scale stay live (n = 8,
-// Zen 4: 15 % faster than q6k_rows8_group's order, which spills there).
-template <DotU8S8 D, int R, int T, bool High>
-inline void q6k_rows8_pair(const uint8_t* blk, int g, const int8_t* const* xq, __m256i sc, __m256i* isum) {
-  const __m256i v0 = q6k_rows8_values<T, High>(blk, g);
-  const __m256i v1 = q6k_rows8_values<T, High>(blk, g + 1);
-  for (int j = 0; j < R; j++) {
-    __m256i s16 = rows8_dot<D>(_mm256_setzero_si256(), true, v0, rows8_bcast(xq[j] + 4 * g));
-    s16 = rows8_dot<D>(s16, false, v1, rows8_bcast(xq[j] + 4 * g + 4));
-    isum[j] = _mm256_add_epi32(isum[j], rows8_scaled<D>(s16, sc));
-    rows8_pin(isum[j]);
-  }
-}
-
 // Chunk T (elements 64T .. 64T + 63: groups 4T .. 4T + 3) of block b into isum[j].
 template <DotU8S8 D, int R, int T>
 inline void q6k_rows8_chunk(const uint8_t* blk, const ActQ8_K* x, int64_t b, __m256i* isum) {
@@ -91,14 +75,7 @@ inline void q6k_rows8_chunk(const uint8_t* blk, const ActQ8_K* x, int64_t b, __m
       } else {
         sc = p ? _mm256_srai_epi32(pair, 16) : _mm256_srai_epi32(_mm256_slli_epi32(pair, 16), 16);
       }
-      if constexpr (rows8_row_by_row(R)) {
-        for (int half = 0; half < 2; half++) {
-          const int g = 4 * p + 2 * half;
-          part ? q6k_rows8_pair<D, R, T, true>(blk, g, xq, sc, isum) : q6k_rows8_pair<D, R, T, false>(blk, g, xq, sc, isum);
-        }
-      } else {
-        part ? q6k_rows8_group<D, R, T, true>(blk, p, xq, sc, isum) : q6k_rows8_group<D, R, T, false>(blk, p, xq, sc, isum);
-      }
+      part ? q6k_rows8_group<D, R, T, true>(blk, p, xq, sc, isum) : q6k_rows8_group<D, R, T, false>(blk, p, xq, sc, isum);
     }
   }
 }
@@ -121,26 +98,15 @@ template <DotU8S8 D, int R>
       q6k_rows8_chunk<D, R, 1>(blk, x, b, isum);
       q6k_rows8_chunk<D, R, 2>(blk, x, b, isum);
       q6k_rows8_chunk<D, R, 3>(blk, x, b, isum);
-      // the -32: isum[j] -= sum_s (32 sc_s) * bsum_s; in the row-by-row order each scale pair is
-      // widened once for all rows (n = 8: 12 % faster).
-      if constexpr (!rows8_row_by_row(R)) {
-        for (int j = 0; j < R; j++) {
-          __m256i osum = _mm256_setzero_si256();
-          const int16_t* bs = x[j].bsums + 16 * b;
-          for (int u = 0; u < 8; u++) {
-            const __m256i pair = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i*)(blk + 16 + 16 * u)));
-            osum = _mm256_add_epi32(osum, _mm256_madd_epi16(pair, rows8_bcast((const int8_t*)(bs + 2 * u))));
-          }
-          isum[j] = _mm256_sub_epi32(isum[j], _mm256_slli_epi32(osum, 5));
-        }
-      } else {
+      // the -32: isum[j] -= sum_s (32 sc_s) * bsum_s
+      for (int j = 0; j < R; j++) {
+        __m256i osum = _mm256_setzero_si256();
+        const int16_t* bs = x[j].bsums + 16 * b;
         for (int u = 0; u < 8; u++) {
-          const __m256i pair32 = _mm256_slli_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i*)(blk + 16 + 16 * u))), 5);
-          for (int j = 0; j < R; j++) {
-            const int8_t* bs = (const int8_t*)(x[j].bsums + 16 * b + 2 * u);
-            isum[j] = _mm256_sub_epi32(isum[j], _mm256_madd_epi16(pair32, rows8_bcast(bs)));
-          }
+          const __m256i pair = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i*)(blk + 16 + 16 * u)));
+          osum = _mm256_add_epi32(osum, _mm256_madd_epi16(pair, rows8_bcast((const int8_t*)(bs + 2 * u))));
         }
+        isum[j] = _mm256_sub_epi32(isum[j], _mm256_slli_epi32(osum, 5));
       }
       const __m256 d = rows8_f16(blk);
       for (int j = 0; j < R; j++) {
@@ -151,11 +117,85 @@ template <DotU8S8 D, int R>
   }
 }
 
+// Sub-block S (32 weights: chunk S / 2, low or high part) of one row group against R rows
+// broadcast in xb, into isum[R] (the tall tiles: rows8_tall). Its 8 vectors unpacked once and kept
+// in registers; row by row the products with the broadcast activations (memory operands) run in
+// int16 sums of two k-groups (maddubs; VNNI: int32 sums of a group of four), each folded by its
+// group's scale, and the row's total added to isum[j] in memory.
+template <DotU8S8 D, int R, int S>
+[[gnu::always_inline]] inline void q6k_rows8_tall_sub(const uint8_t* blk, const Rows8Bcast<R>& xb, __m256i* isum) {
+  constexpr int T = S / 2;
+  constexpr bool kHigh = S & 1;
+  const __m256i pair = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i*)(blk + 16 + 16 * S)));
+  __m256i sc[2];  // rows8_scaled's multiplier of groups p = 0, 1, as in q6k_rows8_chunk
+  if constexpr (D == DotU8S8::maddubs) {
+    const __m256i dup_lo = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13,  //
+                                            0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13);
+    const __m256i dup_hi = _mm256_setr_epi8(2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15,  //
+                                            2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15);
+    sc[0] = _mm256_shuffle_epi8(pair, dup_lo);
+    sc[1] = _mm256_shuffle_epi8(pair, dup_hi);
+  } else {
+    sc[0] = _mm256_srai_epi32(_mm256_slli_epi32(pair, 16), 16);
+    sc[1] = _mm256_srai_epi32(pair, 16);
+  }
+  constexpr int kRun = D == DotU8S8::maddubs ? 2 : 4;  // k-groups per folded sum
+  for (int g0 = 0; g0 < 8; g0 += kRun) {
+    __m256i v[kRun];
+    for (int i = 0; i < kRun; i++) v[i] = q6k_rows8_values<T, kHigh>(blk, g0 + i);
+    for (int j = 0; j < R; j++) {
+      const __m256i* xv = xb.at(S, j) + g0;
+      __m256i s16 = rows8_dot<D>(_mm256_setzero_si256(), true, v[0], _mm256_load_si256(xv));
+      for (int i = 1; i < kRun; i++) s16 = rows8_dot<D>(s16, false, v[i], _mm256_load_si256(xv + i));
+      isum[j] = _mm256_add_epi32(isum[j], rows8_scaled<D>(s16, sc[g0 / 4]));
+      rows8_pin(isum[j]);
+    }
+  }
+}
+
+// Block b of one row group against R rows broadcast in xb, into acc[R] (rows8_tall): the 8
+// sub-blocks, then the -32 (each scale pair widened once for all R rows: the integers of
+// q6k_rows8_tile's order) and its FMA.
+template <DotU8S8 D, int R>
+[[gnu::always_inline]] inline void q6k_rows8_tall_block(const uint8_t* blk, int64_t b, const ActQ8_K* x,
+                                                        const Rows8Bcast<R>& xb, __m256* acc) {
+  __m256i isum[R];
+  for (int j = 0; j < R; j++) isum[j] = _mm256_setzero_si256();
+  q6k_rows8_tall_sub<D, R, 0>(blk, xb, isum);
+  q6k_rows8_tall_sub<D, R, 1>(blk, xb, isum);
+  q6k_rows8_tall_sub<D, R, 2>(blk, xb, isum);
+  q6k_rows8_tall_sub<D, R, 3>(blk, xb, isum);
+  q6k_rows8_tall_sub<D, R, 4>(blk, xb, isum);
+  q6k_rows8_tall_sub<D, R, 5>(blk, xb, isum);
+  q6k_rows8_tall_sub<D, R, 6>(blk, xb, isum);
+  q6k_rows8_tall_sub<D, R, 7>(blk, xb, isum);
+  for (int u = 0; u < 8; u++) {
+    const __m256i pair32 = _mm256_slli_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i*)(blk + 16 + 16 * u))), 5);
+    for (int j = 0; j < R; j++) {
+      const int8_t* bs = (const int8_t*)(x[j].bsums + 16 * b + 2 * u);
+      isum[j] = _mm256_sub_epi32(isum[j], _mm256_madd_epi16(pair32, rows8_bcast(bs)));
+    }
+  }
+  const __m256 d = rows8_f16(blk);
+  for (int j = 0; j < R; j++) {
+    acc[j] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(x[j].d[b])), _mm256_cvtepi32_ps(isum[j]), acc[j]);
+  }
+}
+
+template <DotU8S8 D, int R>
+[[gnu::noinline]] void q6k_rows8_tall(const Matrix& w, int64_t r0, int64_t r1, const ActQ8_K* x, float* y, int64_t ldy) {
+  rows8_tall<R>(w, kQ6KRows8Block, r0, r1, x, y, ldy, [&](const uint8_t* blk, int64_t b, const Rows8Bcast<R>& xb, __m256* acc) {
+    q6k_rows8_tall_block<D, R>(blk, b, x, xb, acc);
+  });
+}
+
 template <DotU8S8 D, int kMax>
 void q6k_rows8_gemm(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t stride, int64_t n, float* y,
                     int64_t ldy) {
   rows8_run<kMax, ActQ8_K>(w, r0, r1, act, stride, n, act_q8_K, [&](auto rc, int64_t r, int64_t r_end, const ActQ8_K* x, int64_t i0) {
     q6k_rows8_tile<D, decltype(rc)::value>(w, r, r_end, x, y + i0 * ldy, ldy);
+  }, [&](auto rc, int64_t r, int64_t r_end, const ActQ8_K* x, int64_t i0) {
+    q6k_rows8_tall<D, decltype(rc)::value>(w, r, r_end, x, y + i0 * ldy, ldy);
   });
 }
 

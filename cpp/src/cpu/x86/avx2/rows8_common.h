@@ -7,6 +7,7 @@
 // float accumulator per activation row. Include rules: see cpu/x86/common.h.
 #pragma once
 #include <cstring>
+#include <type_traits>
 
 #include "common/cpu_features.h"
 #include "cpu/act_layout.h"
@@ -32,10 +33,10 @@ constexpr int kRows8Registers = 32;
 constexpr int kRows8Registers = 16;
 #endif
 
-// Whether a tile of R activation rows takes each group of weight vectors row by row (folding each
-// row's int16 sums at once) instead of vector by vector (every row's int16 sums live across the
-// group): the taller tiles under AVX2, whose 16 registers cannot hold those sums for R rows.
-constexpr bool rows8_row_by_row(int R) { return R > 4 && kRows8Registers < 32; }
+// Whether a tile of R activation rows is a tall tile (rows8_tall), where the kernel has one: the
+// taller tiles under AVX2, whose 16 registers cannot hold every row's int16 sums across a group of
+// weight vectors, so that the tall tiles take the vectors row by row from broadcast activations.
+constexpr bool rows8_is_tall(int R) { return R > 4 && kRows8Registers < 32; }
 
 // 4 activation bytes broadcast to every 32-bit lane.
 inline __m256i rows8_bcast(const int8_t* p) {
@@ -72,6 +73,12 @@ inline __m256i rows8_dot(__m256i s, bool first, __m256i w, __m256i x) {
   } else {
     return dot_u8s8_acc<D>(first ? _mm256_setzero_si256() : s, w, x);
   }
+}
+
+// Two partial sums of rows8_dot joined: int16 or int32 lanes added.
+template <DotU8S8 D>
+inline __m256i rows8_join(__m256i a, __m256i b) {
+  return D == DotU8S8::maddubs ? _mm256_add_epi16(a, b) : _mm256_add_epi32(a, b);
 }
 
 // Sums from rows8_dot times each row's scale, as int32: vpmaddwd by (sc, sc) int16 pairs, or
@@ -141,20 +148,92 @@ inline void rows8_tiles(int64_t n, TileFn&& tile) {
   }
 }
 
+// No tall tiles: rows8_run gives every tile height to its tile function.
+struct Rows8NoTall {};
+
 // Runs tile(R, r, r_end, x, i0) over every group of 8 weight rows in [r0, r1) and, inside each
 // group, every tile of activation rows: a group's weights (a few KB) stay in L1 for all tiles.
-// x points at the tile's activation row views (view(row, cols) of each quantized row).
-template <int kMax, class Act, class View, class TileFn>
+// x points at the tile's activation row views (view(row, cols) of each quantized row). Given a
+// tall function, the tall tiles (rows8_is_tall) go to tall(R, r0, r1, x, i0)
+// instead, each over the whole row range (rows8_tall).
+template <int kMax, class Act, class View, class TileFn, class TallFn = Rows8NoTall>
 inline void rows8_run(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t stride, int64_t n,
-                      View&& view, TileFn&& tile) {
+                      View&& view, TileFn&& tile, TallFn&& tall = {}) {
+  constexpr bool kTall = !std::is_same_v<std::decay_t<TallFn>, Rows8NoTall>;
   constexpr int64_t kChunk = 64;
   Act xs[kChunk];
   for (int64_t a0 = 0; a0 < n; a0 += kChunk) {
     const int64_t m = n - a0 < kChunk ? n - a0 : kChunk;
     for (int64_t i = 0; i < m; i++) xs[i] = view(act + (size_t)(a0 + i) * stride, w.cols);
+    if constexpr (kTall) {
+      rows8_tiles<kMax>(m, [&](auto rc, int64_t i0) {
+        if constexpr (rows8_is_tall(decltype(rc)::value)) tall(rc, r0, r1, xs + i0, a0 + i0);
+      });
+    }
     for (int64_t r = r0; r < r1; r += 8) {
       const int64_t r_end = r + 8 < r1 ? r + 8 : r1;
-      rows8_tiles<kMax>(m, [&](auto rc, int64_t i0) { tile(rc, r, r_end, xs + i0, a0 + i0); });
+      rows8_tiles<kMax>(m, [&](auto rc, int64_t i0) {
+        if constexpr (!kTall || !rows8_is_tall(decltype(rc)::value)) tile(rc, r, r_end, xs + i0, a0 + i0);
+      });
+    }
+  }
+}
+
+// Block b (256 weights) of R Q8_K activation rows with each k-group's 4 bytes broadcast to all 8
+// lanes: at(s, j)[g] is k-group g (weights 32 s + 4 g .. + 3) of row j. Filled once per block for
+// all the row groups of a rows8_tall chunk, whose products then read it as the memory operand of
+// vpmaddubsw (or vpdpbusd): no broadcast per product. 2 KiB per row.
+template <int R>
+struct Rows8Bcast {
+  alignas(32) int8_t v[8][R][8][32];
+
+  void fill(const ActQ8_K* x, int64_t b) {
+    for (int s = 0; s < 8; s++) {
+      for (int j = 0; j < R; j++) {
+        const int8_t* q = x[j].qs + 256 * b + 32 * s;
+        for (int g = 0; g < 8; g++) _mm256_store_si256((__m256i*)v[s][j][g], rows8_bcast(q + 4 * g));
+      }
+    }
+  }
+  const __m256i* at(int s, int j) const { return (const __m256i*)v[s][j]; }
+};
+
+// Row groups per rows8_tall chunk: their float accumulators (1 KiB each at R = 8) and the
+// broadcast block stay in L1 together.
+constexpr int kRows8TallGroups = 32;
+
+// The tall tiles' loop order: the R activation rows against the row groups of [r0, r1) block by
+// block instead of group by group, so that each block's broadcast (Rows8Bcast) serves a chunk of
+// kRows8TallGroups groups. block(blk, b, xb, acc) adds block b of the group at blk into its R
+// accumulators, and must do so with the FMAs, in the order, of the group-by-group tile: every
+// output then gets the same floats in the same order, so the results do not depend on the order.
+// The weights of the group two ahead (or the chunk's first groups of the next block) are
+// prefetched into L2 (the 2-group distance and T1 hint: chosen by ear on Zen 4, not swept).
+template <int R, class BlockFn>
+inline void rows8_tall(const Matrix& w, size_t block_bytes, int64_t r0, int64_t r1, const ActQ8_K* x, float* y,
+                       int64_t ldy, BlockFn&& block) {
+  const int64_t nb = w.cols / 256;
+  const size_t group_bytes = (size_t)nb * block_bytes;
+  Rows8Bcast<R> xb;
+  __m256 acc[kRows8TallGroups][R];
+  for (int64_t c0 = r0; c0 < r1; c0 += 8 * kRows8TallGroups) {
+    const int64_t c1 = c0 + 8 * kRows8TallGroups < r1 ? c0 + 8 * kRows8TallGroups : r1;
+    const int ng = (int)((c1 - c0 + 7) / 8);
+    const uint8_t* first = w.data + (size_t)(c0 / 8) * group_bytes;
+    for (int g = 0; g < ng; g++) {
+      for (int j = 0; j < R; j++) acc[g][j] = _mm256_setzero_ps();
+    }
+    for (int64_t b = 0; b < nb; b++) {
+      xb.fill(x, b);
+      for (int g = 0; g < ng; g++) {
+        const uint8_t* blk = first + (size_t)g * group_bytes + (size_t)b * block_bytes;
+        const uint8_t* next = g + 2 < ng ? blk + 2 * group_bytes : first + (size_t)(g + 2 - ng) * group_bytes + (size_t)(b + 1) * block_bytes;
+        for (size_t o = 0; o < block_bytes; o += 64) _mm_prefetch((const char*)(next + o), _MM_HINT_T1);
+        block(blk, b, xb, acc[g]);
+      }
+    }
+    for (int g = 0; g < ng; g++) {
+      for (int j = 0; j < R; j++) rows8_store(y + j * ldy, c0 + 8 * g, c1, acc[g][j]);
     }
   }
 }
