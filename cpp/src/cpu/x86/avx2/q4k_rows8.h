@@ -66,6 +66,28 @@ inline void q4k_rows8_sub(const uint8_t* blk, int s, const int8_t* const* xq, __
   }
 }
 
+// Block b's end, the same in every tile: the mins against the activations' 32-sums, then the two
+// FMAs per row, acc += d * xd * isum, acc -= dmin * xd * msum.
+template <int R>
+[[gnu::always_inline]] inline void q4k_rows8_finish(const uint8_t* blk, int64_t b, const ActQ8_K* x,
+                                                    const __m256i* isum, __m256* acc) {
+  const __m256 d = rows8_f16(blk), dmin = rows8_f16(blk + 16);
+  // (m_2u, m_2u+1) of each row as an int16 pair per lane, against (bsum32_2u, bsum32_2u+1)
+  const __m128i pair_bytes = _mm_setr_epi8(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
+  __m256i mins[4];
+  for (int u = 0; u < 4; u++) {
+    mins[u] = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(_mm_loadu_si128((const __m128i*)(blk + 96 + 16 * u)), pair_bytes));
+  }
+  for (int j = 0; j < R; j++) {
+    const int8_t* bs = (const int8_t*)(x[j].bsums32 + 8 * b);
+    __m256i msum = _mm256_madd_epi16(mins[0], rows8_bcast(bs));
+    for (int u = 1; u < 4; u++) msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mins[u], rows8_bcast(bs + 4 * u)));
+    const __m256 xd = _mm256_set1_ps(x[j].d[b]);
+    acc[j] = _mm256_fmadd_ps(_mm256_mul_ps(d, xd), _mm256_cvtepi32_ps(isum[j]), acc[j]);
+    acc[j] = _mm256_fnmadd_ps(_mm256_mul_ps(dmin, xd), _mm256_cvtepi32_ps(msum), acc[j]);
+  }
+}
+
 template <DotU8S8 D, bool Q5, int R>
 [[gnu::noinline]] void q4k_rows8_tile(const Matrix& w, int64_t r0, int64_t r1, const ActQ8_K* x, float* y,
                     int64_t ldy) {
@@ -88,21 +110,7 @@ template <DotU8S8 D, bool Q5, int R>
         for (int j = 0; j < R; j++) xq[j] += 32;
         q4k_rows8_sub<D, R, true, Q5>(blk, 2 * t + 1, xq, isum);
       }
-      const __m256 d = rows8_f16(blk), dmin = rows8_f16(blk + 16);
-      // (m_2u, m_2u+1) of each row as an int16 pair per lane, against (bsum32_2u, bsum32_2u+1)
-      const __m128i pair_bytes = _mm_setr_epi8(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
-      __m256i mins[4];
-      for (int u = 0; u < 4; u++) {
-        mins[u] = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(_mm_loadu_si128((const __m128i*)(blk + 96 + 16 * u)), pair_bytes));
-      }
-      for (int j = 0; j < R; j++) {
-        const int8_t* bs = (const int8_t*)(x[j].bsums32 + 8 * b);
-        __m256i msum = _mm256_madd_epi16(mins[0], rows8_bcast(bs));
-        for (int u = 1; u < 4; u++) msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mins[u], rows8_bcast(bs + 4 * u)));
-        const __m256 xd = _mm256_set1_ps(x[j].d[b]);
-        acc[j] = _mm256_fmadd_ps(_mm256_mul_ps(d, xd), _mm256_cvtepi32_ps(isum[j]), acc[j]);
-        acc[j] = _mm256_fnmadd_ps(_mm256_mul_ps(dmin, xd), _mm256_cvtepi32_ps(msum), acc[j]);
-      }
+      q4k_rows8_finish<R>(blk, b, x, isum, acc);
     }
     for (int j = 0; j < R; j++) rows8_store(y + j * ldy, r, r1, acc[j]);
   }
@@ -112,8 +120,7 @@ template <DotU8S8 D, bool Q5, int R>
 // Each sub-block's 8 vectors unpacked once and kept in registers while row by row their products
 // with the broadcast activations (memory operands) run in one int16 sum, folded by one vpmaddwd
 // (Q5_K: two sums of 4, whose int16 lanes hold 16 products of 31 * 127); the row sums isum[R] go
-// through memory, which the registers cannot spare. Then the mins and the two FMAs per row of
-// q4k_rows8_tile.
+// through memory, which the registers cannot spare. Then q4k_rows8_finish.
 template <DotU8S8 D, bool Q5, int R>
 [[gnu::always_inline]] inline void q4k_rows8_tall_block(const uint8_t* blk, int64_t b, const ActQ8_K* x,
                                                         const Rows8Bcast<R>& xb, __m256* acc) {
@@ -148,20 +155,7 @@ template <DotU8S8 D, bool Q5, int R>
       __asm__("" : : "m"(isum[j]));  // isum[j] lives in memory between rows, v[] in registers
     }
   }
-  const __m256 d = rows8_f16(blk), dmin = rows8_f16(blk + 16);
-  const __m128i pair_bytes = _mm_setr_epi8(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
-  __m256i mins[4];
-  for (int u = 0; u < 4; u++) {
-    mins[u] = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(_mm_loadu_si128((const __m128i*)(blk + 96 + 16 * u)), pair_bytes));
-  }
-  for (int j = 0; j < R; j++) {
-    const int8_t* bs = (const int8_t*)(x[j].bsums32 + 8 * b);
-    __m256i msum = _mm256_madd_epi16(mins[0], rows8_bcast(bs));
-    for (int u = 1; u < 4; u++) msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mins[u], rows8_bcast(bs + 4 * u)));
-    const __m256 xd = _mm256_set1_ps(x[j].d[b]);
-    acc[j] = _mm256_fmadd_ps(_mm256_mul_ps(d, xd), _mm256_cvtepi32_ps(isum[j]), acc[j]);
-    acc[j] = _mm256_fnmadd_ps(_mm256_mul_ps(dmin, xd), _mm256_cvtepi32_ps(msum), acc[j]);
-  }
+  q4k_rows8_finish<R>(blk, b, x, isum, acc);
 }
 
 template <DotU8S8 D, bool Q5, int R>
