@@ -36,6 +36,39 @@ inline __m256i q6k_rows8_values(const uint8_t* blk, int g) {
   return _mm256_or_si256(nib, _mm256_and_si256(h2, m30));
 }
 
+// Group p's scale of a pair (sc[2u], sc[2u + 1]) widened to int16 lanes, as rows8_scaled's
+// multiplier: sc duplicated into (sc, sc) int16 pairs, or sign-extended to int32 (VNNI).
+template <DotU8S8 D>
+inline __m256i q6k_rows8_scale(__m256i pair, int p) {
+  if constexpr (D == DotU8S8::maddubs) {
+    const __m256i dup_lo = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13,  //
+                                            0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13);
+    const __m256i dup_hi = _mm256_setr_epi8(2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15,  //
+                                            2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15);
+    return _mm256_shuffle_epi8(pair, p ? dup_hi : dup_lo);
+  } else {
+    return p ? _mm256_srai_epi32(pair, 16) : _mm256_srai_epi32(_mm256_slli_epi32(pair, 16), 16);
+  }
+}
+
+// Block b's end, the same in every tile: the -32 as isum[j] -= sum_s (32 sc_s) * bsum_s (each
+// scale pair widened once for all R rows), then acc += d * xd * isum.
+template <int R>
+[[gnu::always_inline]] inline void q6k_rows8_finish(const uint8_t* blk, int64_t b, const ActQ8_K* x, __m256i* isum,
+                                                    __m256* acc) {
+  for (int u = 0; u < 8; u++) {
+    const __m256i pair32 = _mm256_slli_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i*)(blk + 16 + 16 * u))), 5);
+    for (int j = 0; j < R; j++) {
+      const int8_t* bs = (const int8_t*)(x[j].bsums + 16 * b + 2 * u);
+      isum[j] = _mm256_sub_epi32(isum[j], _mm256_madd_epi16(pair32, rows8_bcast(bs)));
+    }
+  }
+  const __m256 d = rows8_f16(blk);
+  for (int j = 0; j < R; j++) {
+    acc[j] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(x[j].d[b])), _mm256_cvtepi32_ps(isum[j]), acc[j]);
+  }
+}
+
 // Group 4t + 2 High + p (16 weights: k-groups 4p .. 4p + 3 of the part) into isum[j]. With
 // maddubs, two halves of 2 k-groups (an int16 holds 4 products of 63 * 127); with VNNI, all 4 in
 // vpdpbusd's int32 sums and one vpmulld.
@@ -59,22 +92,12 @@ inline void q6k_rows8_group(const uint8_t* blk, int p, const int8_t* const* xq, 
 // Chunk T (elements 64T .. 64T + 63: groups 4T .. 4T + 3) of block b into isum[j].
 template <DotU8S8 D, int R, int T>
 inline void q6k_rows8_chunk(const uint8_t* blk, const ActQ8_K* x, int64_t b, __m256i* isum) {
-  // (sc, sc) from lane pair (sc[2u], sc[2u + 1]): the low or the high int16 duplicated
-  const __m256i dup_lo = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13,  //
-                                          0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13);
-  const __m256i dup_hi = _mm256_setr_epi8(2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15,  //
-                                          2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15);
   const int8_t* xq[R];
   for (int part = 0; part < 2; part++) {  // scales pair u = 2T + part: groups 4T + 2 part + p
     const __m256i pair = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i*)(blk + 16 + 16 * (2 * T + part))));
     for (int j = 0; j < R; j++) xq[j] = x[j].qs + 256 * b + 64 * T + 32 * part;
     for (int p = 0; p < 2; p++) {
-      __m256i sc;  // rows8_scaled's multiplier: (sc, sc) int16 pairs, or sc sign-extended to int32
-      if constexpr (D == DotU8S8::maddubs) {
-        sc = _mm256_shuffle_epi8(pair, p ? dup_hi : dup_lo);
-      } else {
-        sc = p ? _mm256_srai_epi32(pair, 16) : _mm256_srai_epi32(_mm256_slli_epi32(pair, 16), 16);
-      }
+      const __m256i sc = q6k_rows8_scale<D>(pair, p);
       part ? q6k_rows8_group<D, R, T, true>(blk, p, xq, sc, isum) : q6k_rows8_group<D, R, T, false>(blk, p, xq, sc, isum);
     }
   }
@@ -98,20 +121,7 @@ template <DotU8S8 D, int R>
       q6k_rows8_chunk<D, R, 1>(blk, x, b, isum);
       q6k_rows8_chunk<D, R, 2>(blk, x, b, isum);
       q6k_rows8_chunk<D, R, 3>(blk, x, b, isum);
-      // the -32: isum[j] -= sum_s (32 sc_s) * bsum_s
-      for (int j = 0; j < R; j++) {
-        __m256i osum = _mm256_setzero_si256();
-        const int16_t* bs = x[j].bsums + 16 * b;
-        for (int u = 0; u < 8; u++) {
-          const __m256i pair = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i*)(blk + 16 + 16 * u)));
-          osum = _mm256_add_epi32(osum, _mm256_madd_epi16(pair, rows8_bcast((const int8_t*)(bs + 2 * u))));
-        }
-        isum[j] = _mm256_sub_epi32(isum[j], _mm256_slli_epi32(osum, 5));
-      }
-      const __m256 d = rows8_f16(blk);
-      for (int j = 0; j < R; j++) {
-        acc[j] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(x[j].d[b])), _mm256_cvtepi32_ps(isum[j]), acc[j]);
-      }
+      q6k_rows8_finish<R>(blk, b, x, isum, acc);
     }
     for (int j = 0; j < R; j++) rows8_store(y + j * ldy, r, r1, acc[j]);
   }
@@ -127,18 +137,7 @@ template <DotU8S8 D, int R, int S>
   constexpr int T = S / 2;
   constexpr bool kHigh = S & 1;
   const __m256i pair = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i*)(blk + 16 + 16 * S)));
-  __m256i sc[2];  // rows8_scaled's multiplier of groups p = 0, 1, as in q6k_rows8_chunk
-  if constexpr (D == DotU8S8::maddubs) {
-    const __m256i dup_lo = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13,  //
-                                            0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13);
-    const __m256i dup_hi = _mm256_setr_epi8(2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15,  //
-                                            2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15);
-    sc[0] = _mm256_shuffle_epi8(pair, dup_lo);
-    sc[1] = _mm256_shuffle_epi8(pair, dup_hi);
-  } else {
-    sc[0] = _mm256_srai_epi32(_mm256_slli_epi32(pair, 16), 16);
-    sc[1] = _mm256_srai_epi32(pair, 16);
-  }
+  const __m256i sc[2] = {q6k_rows8_scale<D>(pair, 0), q6k_rows8_scale<D>(pair, 1)};
   constexpr int kRun = D == DotU8S8::maddubs ? 2 : 4;  // k-groups per folded sum
   for (int g0 = 0; g0 < 8; g0 += kRun) {
     __m256i v[kRun];
@@ -154,8 +153,7 @@ template <DotU8S8 D, int R, int S>
 }
 
 // Block b of one row group against R rows broadcast in xb, into acc[R] (rows8_tall): the 8
-// sub-blocks, then the -32 (each scale pair widened once for all R rows: the integers of
-// q6k_rows8_tile's order) and its FMA.
+// sub-blocks, then q6k_rows8_finish.
 template <DotU8S8 D, int R>
 [[gnu::always_inline]] inline void q6k_rows8_tall_block(const uint8_t* blk, int64_t b, const ActQ8_K* x,
                                                         const Rows8Bcast<R>& xb, __m256* acc) {
@@ -169,17 +167,7 @@ template <DotU8S8 D, int R>
   q6k_rows8_tall_sub<D, R, 5>(blk, xb, isum);
   q6k_rows8_tall_sub<D, R, 6>(blk, xb, isum);
   q6k_rows8_tall_sub<D, R, 7>(blk, xb, isum);
-  for (int u = 0; u < 8; u++) {
-    const __m256i pair32 = _mm256_slli_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i*)(blk + 16 + 16 * u))), 5);
-    for (int j = 0; j < R; j++) {
-      const int8_t* bs = (const int8_t*)(x[j].bsums + 16 * b + 2 * u);
-      isum[j] = _mm256_sub_epi32(isum[j], _mm256_madd_epi16(pair32, rows8_bcast(bs)));
-    }
-  }
-  const __m256 d = rows8_f16(blk);
-  for (int j = 0; j < R; j++) {
-    acc[j] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(x[j].d[b])), _mm256_cvtepi32_ps(isum[j]), acc[j]);
-  }
+  q6k_rows8_finish<R>(blk, b, x, isum, acc);
 }
 
 template <DotU8S8 D, int R>
