@@ -100,6 +100,45 @@ def test_skip_layers(tiny):
     assert np.array_equal(draft.eval([1, 2, 3]), full)
 
 
+def test_skipping_view_attends_to_the_base_cache(tmp_path):
+    # Oracle: a context with its own cache that evaluated the prefix with every layer, then
+    # skips layer 1: the view must give the same bits without evaluating the prefix itself.
+    path = write_tiny_model(tmp_path / "m.gguf", TinySpec(arch="qwen2", n_layer=3))
+    prefix, more = [5, 9, 2, 7], [4, 8, 3]
+    m = quickdraft.Model(path, n_ctx=16, threads=1)
+    m.eval(prefix)
+    view = m.skipping_view([1])
+    assert view.skip_layers == [1] and view.n_past == 0
+    view.truncate(m.n_past)
+    got = view.eval(more)
+    oracle = m.new_context()
+    oracle.eval(prefix)
+    oracle.skip_layers = [1]
+    assert np.array_equal(got, oracle.eval(more))
+    full = m.new_context()
+    full.eval(prefix)
+    assert not np.array_equal(got, full.eval(more))
+    # The view wrote at positions 4-6; the base overwrites them as it evaluates them.
+    assert np.array_equal(m.eval(more + [1]), quickdraft.Model(path, n_ctx=16).eval(prefix + more + [1])[4:])
+    # Behind the base it would overwrite the base's keys and values: refused.
+    view.truncate(2)
+    with pytest.raises(ValueError, match=r"before its base's 8.*truncate\(8\)"):
+        view.eval([1])
+    with pytest.raises(ValueError, match="truncate"):
+        view.truncate(9)
+    view.truncate(8)
+    assert view.eval_last([6]).shape == (m.n_vocab,)
+    with pytest.raises(ValueError, match="must skip some layers"):
+        m.skipping_view([])
+    with pytest.raises(ValueError, match="layer 3"):
+        m.skipping_view([3])
+    with pytest.raises(ValueError, match="view of a view"):
+        view.skipping_view([2])
+    del m  # the view keeps the base's context alive
+    view.truncate(8)
+    assert view.eval([1]).shape == (1, oracle.model.n_vocab)
+
+
 def test_unsupported_architecture_names_itself_and_the_supported_list(tmp_path):
     import gguf
 

@@ -53,6 +53,13 @@ class BoundContext {
     py::gil_scoped_release release;
     ctx_ = std::make_unique<qd::Context>(model_, n_ctx, n_threads);
   }
+  // A layer-skipping view of base's context (qd::Context(base, skip_layers)); one lock for the
+  // two, since they share a KV cache.
+  BoundContext(BoundContext& base, std::vector<int> skip_layers) : model_(base.model_), mu_(base.mu_) {
+    py::gil_scoped_release release;
+    std::lock_guard<std::mutex> lock(*mu_);
+    ctx_ = std::make_unique<qd::Context>(*base.ctx_, std::move(skip_layers));
+  }
 
   // [n, n_vocab] logits of every position, or [n_vocab] of the last one.
   py::array_t<float> eval(const py::handle& ids, bool last_only) {
@@ -62,7 +69,7 @@ class BoundContext {
     float* dst = out.mutable_data();
     {
       py::gil_scoped_release release;
-      std::lock_guard<std::mutex> lock(mu_);
+      std::lock_guard<std::mutex> lock(*mu_);
       model_->file().check_unchanged();
       ctx_->eval(t.data(), (int)n, dst, last_only);
     }
@@ -73,7 +80,7 @@ class BoundContext {
   void feed(const py::handle& ids) {
     const std::vector<int32_t> t = to_ids(ids, model_->n_vocab());
     py::gil_scoped_release release;
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(*mu_);
     model_->file().check_unchanged();
     ctx_->eval(t.data(), (int)t.size(), nullptr);
   }
@@ -88,7 +95,7 @@ class BoundContext {
     std::vector<Item> items;
     py::array_t<float> logits;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      std::lock_guard<std::mutex> lock(*mu_);
       ctx_->set_trace([&](const char* name, int il, const float* x, int rows, int cols) {
         items.push_back({name, il, rows, cols, std::vector<float>(x, x + (size_t)rows * cols)});
       });
@@ -96,12 +103,12 @@ class BoundContext {
     try {
       logits = eval(ids, false);
     } catch (...) {
-      std::lock_guard<std::mutex> lock(mu_);
+      std::lock_guard<std::mutex> lock(*mu_);
       ctx_->set_trace({});
       throw;
     }
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      std::lock_guard<std::mutex> lock(*mu_);
       ctx_->set_trace({});
     }
     py::list out;
@@ -114,7 +121,7 @@ class BoundContext {
   }
 
   void truncate(int n_past) {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(*mu_);
     ctx_->truncate(n_past);
   }
 
@@ -124,19 +131,19 @@ class BoundContext {
     const py::ssize_t E = model_->hparams().n_embd;
     std::vector<float> h;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      std::lock_guard<std::mutex> lock(*mu_);
       ctx_->set_hidden_sink([&](int, int n, const float* rows) { h.insert(h.end(), rows, rows + (size_t)n * E); });
     }
     py::array_t<float> logits;
     try {
       logits = eval(ids, false);
     } catch (...) {
-      std::lock_guard<std::mutex> lock(mu_);
+      std::lock_guard<std::mutex> lock(*mu_);
       ctx_->set_hidden_sink({});
       throw;
     }
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      std::lock_guard<std::mutex> lock(*mu_);
       ctx_->set_hidden_sink({});
     }
     py::array_t<float> out({(py::ssize_t)h.size() / E, E});
@@ -152,15 +159,15 @@ class BoundContext {
     } else {
       throw qd::ArgError("rollback mode must be 'snapshot' or 'recompute', got '" + mode + "'");
     }
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(*mu_);
     ctx_->set_rollback(m, window);
   }
   void set_skip_layers(std::vector<int> layers) {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(*mu_);
     ctx_->set_skip_layers(std::move(layers));
   }
   void set_head_subset(int n_top, const std::vector<int32_t>& always) {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(*mu_);
     ctx_->set_head_subset(n_top, always);
   }
   const qd::Context& ctx() const { return *ctx_; }
@@ -168,7 +175,8 @@ class BoundContext {
  private:
   std::shared_ptr<const qd::Model> model_;
   std::unique_ptr<qd::Context> ctx_;
-  std::mutex mu_;  // one eval at a time: the GIL is released while it runs
+  // One eval at a time (the GIL is released while it runs), shared with views of this context.
+  std::shared_ptr<std::mutex> mu_ = std::make_shared<std::mutex>();
 };
 
 // The MTP head of a qwen35 file on its own (tests compare it with the numpy oracle).
@@ -309,7 +317,16 @@ void register_model(py::module_& m) {
            "Draft head: logits only for ids < n_top, `always`, and ids evaluated from now on; others -inf.")
       .def_property_readonly("head_subset", [](const BoundContext& s) { return s.ctx().head_subset(); })
       .def_property(
-          "skip_layers", [](const BoundContext& s) { return s.ctx().skip_layers(); }, &BoundContext::set_skip_layers);
+          "skip_layers", [](const BoundContext& s) { return s.ctx().skip_layers(); }, &BoundContext::set_skip_layers)
+      .def(
+          "skipping_view",
+          [](BoundContext& s, std::vector<int> skip_layers) {
+            return std::make_unique<BoundContext>(s, std::move(skip_layers));
+          },
+          py::arg("skip_layers"), py::keep_alive<0, 1>(),
+          "Self-speculation's drafter: a context that runs only the layers not in skip_layers over this one's KV "
+          "cache. It attends to this context's keys and values below its n_past (truncate() moves it up to there) "
+          "and writes its own after them, which this context overwrites as it evaluates those positions.");
 
   py::class_<BoundMtp>(m, "MtpHead", "A qwen35 file's multi-token-prediction head with its own KV cache.")
       .def(py::init<const BoundModel&, int, int>(), py::arg("model"), py::arg("n_ctx"), py::arg("n_threads") = 1)

@@ -4,6 +4,7 @@
     logits = m.eval([151644, 872])        # float32 [2, n_vocab], continuing from m.n_past
     m.truncate(1)                         # drop the last position from the KV cache
     draft = m.new_context()               # another sequence over the same weights
+    view = m.skipping_view([4, 6, 8])     # the same sequence with layers skipped, over m's cache
 
 The weights are memory-mapped, not copied (``mmap=False`` reads them into memory instead);
 every context has its own KV cache (F16) and its own thread pool. ``eval`` releases the GIL
@@ -103,6 +104,17 @@ class Context:
     @skip_layers.setter
     def skip_layers(self, layers: Iterable[int]) -> None:
         self._ctx.skip_layers = [int(i) for i in layers]
+
+    def skipping_view(self, skip_layers: Iterable[int]) -> "Context":
+        """Self-speculation's drafter: a context that runs only the layers not in skip_layers over
+        this one's KV cache, with no cache of its own. It attends to this context's keys and
+        values below this context's n_past (``view.truncate(ctx.n_past)`` moves it there, with
+        nothing to evaluate) and writes its own after them, which this context overwrites as it
+        evaluates those positions; it cannot evaluate before this context's n_past."""
+        view = Context.__new__(Context)
+        view._model = self._model
+        view._ctx = self._ctx.skipping_view([int(i) for i in skip_layers])
+        return view
 
 
 class Model(Context):

@@ -67,7 +67,8 @@ struct Context::Impl {
   const Hparams& hp;
   std::shared_ptr<ThreadPool> pool_owner;  // may be shared with other contexts (never run at once)
   ThreadPool& pool;
-  KvCache kv;
+  std::shared_ptr<KvCache> kv_owner;  // shared with the layer-skipping views of this context
+  KvCache& kv;
   std::vector<int> kv_valid;    // [n_layer]: positions whose keys/values this layer holds
   std::vector<uint8_t> skip;    // [n_layer]: 1 when the layer is skipped
   model::RopeFreqs freq_global, freq_swa;
@@ -96,12 +97,14 @@ struct Context::Impl {
   std::vector<float> cos_g, sin_g, cos_s, sin_s;  // [cap][n_rot / 2]
   std::vector<float> qgate, mix, z;  // hybrid recurrent models only (model::Step)
 
-  Impl(const model::TransformerModel& model, int n_ctx, std::shared_ptr<ThreadPool> p)
+  // kv: a base context's cache (a view), or null for a cache of its own.
+  Impl(const model::TransformerModel& model, int n_ctx, std::shared_ptr<ThreadPool> p, std::shared_ptr<KvCache> shared)
       : m(model),
         hp(model.hparams()),
         pool_owner(std::move(p)),
         pool(*pool_owner),
-        kv(hp.n_layer, n_ctx, hp.n_head_kv * hp.head_dim),
+        kv_owner(shared ? std::move(shared) : std::make_shared<KvCache>(hp.n_layer, n_ctx, hp.n_head_kv * hp.head_dim)),
+        kv(*kv_owner),
         kv_valid((size_t)hp.n_layer, 0),
         skip((size_t)hp.n_layer, 0) {
     const float* factors = m.weights().rope_freqs;
@@ -276,10 +279,22 @@ Context::Context(std::shared_ptr<const Model> model, int n_ctx, std::shared_ptr<
   check_kv_size(m.hparams(), n_ctx);  // throws before allocating when it would overflow
   n_ctx_ = n_ctx;
   try {
-    impl_ = std::make_unique<Impl>(m, n_ctx, std::move(pool));
+    impl_ = std::make_unique<Impl>(m, n_ctx, std::move(pool), nullptr);
   } catch (const std::bad_alloc&) {
     kv_too_large(m.hparams(), n_ctx, "which cannot be allocated");
   }
+}
+
+Context::Context(Context& base, std::vector<int> skip_layers) : model_(base.model_), base_(&base) {
+  if (base.base_) throw ArgError("Context: a view of a view; make both views of the full context");
+  if (base.impl_->rs) {
+    throw ArgError("Context: a " + model_->hparams().arch + " context's recurrent state cannot be shared; " +
+                   "give the layer-skipping context its own (Context(model, n_ctx, pool) and set_skip_layers)");
+  }
+  if (skip_layers.empty()) throw ArgError("Context: a view of a context must skip some layers");
+  n_ctx_ = base.n_ctx_;
+  impl_ = std::make_unique<Impl>(base.impl_->m, n_ctx_, base.impl_->pool_owner, base.impl_->kv_owner);
+  set_skip_layers(std::move(skip_layers));
 }
 
 std::shared_ptr<ThreadPool> Context::thread_pool() const { return impl_->pool_owner; }
@@ -302,8 +317,14 @@ void Context::eval(const int32_t* tokens, int n, float* logits, bool last_only) 
                      " is outside the vocabulary [0, " + std::to_string(V) + ")");
     }
   }
+  if (base_ && n_past_ < base_->n_past_) {
+    throw ArgError("eval: this view of a context is at n_past " + std::to_string(n_past_) + ", before its base's " +
+                   std::to_string(base_->n_past_) + ", whose keys and values it would overwrite; truncate(" +
+                   std::to_string(base_->n_past_) + ") first");
+  }
   for (int il = 0; il < model_->n_layer(); il++) {
-    if (!impl_->skip[(size_t)il] && impl_->kv_valid[(size_t)il] < n_past_) {
+    const int base_valid = base_ ? base_->impl_->kv_valid[(size_t)il] : 0;
+    if (!impl_->skip[(size_t)il] && std::max(impl_->kv_valid[(size_t)il], base_valid) < n_past_) {
       throw ArgError("eval: layer " + std::to_string(il) + " holds no KV for earlier positions (it was skipped); " +
                      "reset() after un-skipping layers");
     }
@@ -325,8 +346,9 @@ void Context::eval(const int32_t* tokens, int n, float* logits, bool last_only) 
 }
 
 void Context::truncate(int n_past) {
-  if (n_past < 0 || n_past > n_past_) {
-    throw ArgError("truncate: n_past " + std::to_string(n_past) + " is outside [0, " + std::to_string(n_past_) + "]");
+  const int most = base_ ? std::max(n_past_, base_->n_past_) : n_past_;  // a view may move up to its base
+  if (n_past < 0 || n_past > most) {
+    throw ArgError("truncate: n_past " + std::to_string(n_past) + " is outside [0, " + std::to_string(most) + "]");
   }
   if (model::RecurrentState* rs = impl_->rs.get(); rs && n_past != n_past_) {
     if (n_past == 0) {
@@ -389,6 +411,7 @@ int Context::head_subset() const { return impl_->head_top; }
 
 void Context::set_skip_layers(std::vector<int> layers) {
   const int L = model_->n_layer();
+  if (base_ && layers.empty()) throw ArgError("set_skip_layers: a view of a context must skip some layers");
   for (int il : layers) {
     if (il < 0 || il >= L) {
       throw ArgError("set_skip_layers: layer " + std::to_string(il) + " is outside [0, " + std::to_string(L) + ")");

@@ -103,6 +103,13 @@ class Context {
   // same time, and one set of threads for both never leaves a spinning worker competing with
   // the other's (on 2 cores that costs a measurable share of every switch).
   Context(std::shared_ptr<const Model> model, int n_ctx, std::shared_ptr<ThreadPool> pool);
+  // Self-speculation's drafter: a view of `base` (its model, threads and KV cache) that runs only
+  // the layers not in skip_layers. It attends to base's keys and values at positions below
+  // base.n_past() (truncate() moves it up to there: nothing to catch up on) and writes its own
+  // after them, where base overwrites them as it evaluates those positions (it never reads a
+  // position it has not written). base must outlive it and not evaluate while it does. Not for
+  // a recurrent model, whose state is not per position (ArgError).
+  Context(Context& base, std::vector<int> skip_layers);
   ~Context();
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
@@ -113,6 +120,7 @@ class Context {
   int n_past() const { return n_past_; }
   int n_threads() const;
   std::shared_ptr<ThreadPool> thread_pool() const;
+  const Context* base() const { return base_; }  // the context a view reads, else nullptr
 
   // Evaluate n tokens at positions n_past()..n_past()+n-1, appending them to the KV cache.
   // logits: [n][n_vocab] for every position (nullptr: skip the output layer entirely),
@@ -152,8 +160,8 @@ class Context {
   int head_subset() const;  // n_top, 0 when the full layer is computed
   static constexpr int kMaxHeadExtra = 16384;
 
-  // Self-speculation: layers to skip in the forward pass (empty = none). A context that skips
-  // layers has its own KV cache, so it can draft for a full context over the same Model.
+  // Self-speculation: layers to skip in the forward pass (empty = none; a view must skip some).
+  // Skipped layers hold no keys and values for the positions evaluated meanwhile.
   void set_skip_layers(std::vector<int> layers);
   const std::vector<int>& skip_layers() const { return skip_layers_; }
 
@@ -167,6 +175,7 @@ class Context {
   std::shared_ptr<const Model> model_;
   int n_ctx_ = 0;
   int n_past_ = 0;
+  Context* base_ = nullptr;  // a view's full context
   std::vector<int> skip_layers_;
   std::unique_ptr<Impl> impl_;
 };

@@ -18,6 +18,7 @@ class ContextSource : public LogitSource {
   }
   void truncate(int n_past) override { ctx_->truncate(n_past); }
   int truncate_floor() const override { return ctx_->truncate_floor(); }
+  int shared_prefix() const override { return ctx_->base() ? ctx_->base()->n_past() : -1; }
   Context& context() { return *ctx_; }
 
  private:

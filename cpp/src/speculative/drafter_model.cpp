@@ -35,6 +35,14 @@ void ModelDrafter::reset(size_t offset) {
 }
 
 void ModelDrafter::sync(const std::vector<int32_t>& history) {
+  if (const int shared = model_->shared_prefix(); shared >= 0) {
+    // The target's cache holds history[:shared] (the generator keeps it so): ours up to there.
+    const size_t keep = std::min((size_t)shared, history.size() - 1);
+    offset_ = 0;
+    cached_.assign(history.begin(), history.begin() + keep);
+    model_->truncate((int)keep);
+    return;
+  }
   if (offset_ + 1 > history.size()) return reset(0);
   size_t keep = 0;
   const size_t limit = std::min(cached_.size(), history.size() - 1 - offset_);

@@ -1,5 +1,5 @@
 // Drafting with a language model: a small draft model, or the target's own weights run with
-// layers skipped (self-speculation). The drafter samples from q (the same logit processing as
+// layers skipped (self-speculation, over the target's own KV cache: no catch-up, no prefill). The drafter samples from q (the same logit processing as
 // the verifier; greedy settings give the q = one-hot case) and stops early when its top
 // probability drops below p_min, never before its first token: that token's logits cost the
 // catch-up already, and one more verify row costs little next to a token won (stopping before
@@ -21,7 +21,7 @@ class ModelDrafter : public Drafter {
   ModelDrafter(std::unique_ptr<LogitSource> model, std::string name, int max_lag = 64, double cost_hint = -1.0);
   const char* name() const override { return name_.c_str(); }
   double cost_hint(int) const override { return cost_hint_; }
-  int max_catch_up(int) const override { return max_lag_; }
+  int max_catch_up(int) const override { return model_->shared_prefix() >= 0 ? 0 : max_lag_; }
   void propose(const std::vector<int32_t>& history, const DraftRequest& req, Draft* out) override;
   bool prefill(const std::vector<int32_t>& history, int max_tokens) override;
 

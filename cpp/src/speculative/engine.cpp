@@ -122,18 +122,24 @@ double decode_weight_bytes(const Model& m, const std::vector<int>& skip, int hea
   return bytes;
 }
 
-// A drafter over its own context on `pool` (the target's): skipped layers for self-drafting,
-// and the draft head for large vocabularies (the stop ids always in it). Its cost hint is its
-// decode bytes over the target's.
+// A drafter on `pool` (the target's) over a context of its own, or with self-drafting over a
+// view of the target's (`view_of`: its KV cache, so nothing to prefill or catch up on): skipped
+// layers, and the draft head for large vocabularies (the stop ids always in it). Its cost hint
+// is its decode bytes over the target's.
 std::unique_ptr<ModelDrafter> context_drafter(std::shared_ptr<const Model> m, const Model& target,
                                               std::shared_ptr<ThreadPool> pool, std::vector<int> skip,
-                                              const char* name, const EngineOptions& opt) {
+                                              const char* name, const EngineOptions& opt, Context* view_of = nullptr) {
   const int head = draft_head_rows(opt, m->n_vocab());
   const double full = decode_weight_bytes(target, {}, 0);
   const double hint = full > 0 ? decode_weight_bytes(*m, skip, head) / full : -1.0;
-  auto ctx = std::make_unique<Context>(std::move(m), opt.n_ctx, std::move(pool));
-  fit_rollback_window(*ctx, opt.draft_max);
-  if (!skip.empty()) ctx->set_skip_layers(std::move(skip));
+  std::unique_ptr<Context> ctx;
+  if (view_of) {
+    ctx = std::make_unique<Context>(*view_of, std::move(skip));
+  } else {
+    ctx = std::make_unique<Context>(std::move(m), opt.n_ctx, std::move(pool));
+    fit_rollback_window(*ctx, opt.draft_max);
+    if (!skip.empty()) ctx->set_skip_layers(std::move(skip));
+  }
   if (head > 0) ctx->set_head_subset(head, opt.stop_ids);
   return std::make_unique<ModelDrafter>(std::make_unique<ContextSource>(std::move(ctx)), name, opt.draft_max_lag,
                                         hint);
@@ -185,7 +191,9 @@ Engine::Engine(const std::string& target_path, const EngineOptions& options) : p
         break;
       }
       std::vector<int> skip = opt.skip_layers.empty() ? default_skip_layers(target->n_layer()) : opt.skip_layers;
-      p.drafter = context_drafter(target, *target, pool, std::move(skip), "self", opt);
+      // A recurrent target's state is not per position: its self drafter keeps a state of its own.
+      Context* view_of = target->hparams().recurrent() || skip.empty() ? nullptr : &tctx;
+      p.drafter = context_drafter(target, *target, pool, std::move(skip), "self", opt, view_of);
       break;
     }
     case DrafterKind::model:

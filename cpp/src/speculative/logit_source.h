@@ -19,6 +19,10 @@ class LogitSource {
   // The smallest n_past > 0 that truncate() accepts now: 0 (any) for a KV cache; a recurrent
   // model's state returns only to positions inside its rollback window (or to 0).
   virtual int truncate_floor() const { return 0; }
+  // A source that reads the target's KV cache (a layer-skipping view of the target's context):
+  // how many leading positions that cache holds now, which truncate() may move n_past up to
+  // and which never need evaluating here; -1 for a source with a cache of its own.
+  virtual int shared_prefix() const { return -1; }
 };
 
 }  // namespace qd::speculative
