@@ -128,6 +128,9 @@ def test_skipping_view_attends_to_the_base_cache(tmp_path):
         view.truncate(9)
     view.truncate(8)
     assert view.eval_last([6]).shape == (m.n_vocab,)
+    m.eval([2])  # the base moved on (over the view's position 8): the view must truncate first
+    with pytest.raises(ValueError, match=r"stale; truncate\(9\) first"):
+        view.eval([3])
     with pytest.raises(ValueError, match="must skip some layers"):
         m.skipping_view([])
     with pytest.raises(ValueError, match="layer 3"):
@@ -135,7 +138,7 @@ def test_skipping_view_attends_to_the_base_cache(tmp_path):
     with pytest.raises(ValueError, match="view of a view"):
         view.skipping_view([2])
     del m  # the view keeps the base's context alive
-    view.truncate(8)
+    view.truncate(9)
     assert view.eval([1]).shape == (1, oracle.model.n_vocab)
 
 

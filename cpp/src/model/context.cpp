@@ -293,6 +293,7 @@ Context::Context(Context& base, std::vector<int> skip_layers) : model_(base.mode
   }
   if (skip_layers.empty()) throw ArgError("Context: a view of a context must skip some layers");
   n_ctx_ = base.n_ctx_;
+  base_seen_ = base.changes_;
   impl_ = std::make_unique<Impl>(base.impl_->m, n_ctx_, base.impl_->pool_owner, base.impl_->kv_owner);
   set_skip_layers(std::move(skip_layers));
 }
@@ -317,6 +318,11 @@ void Context::eval(const int32_t* tokens, int n, float* logits, bool last_only) 
                      " is outside the vocabulary [0, " + std::to_string(V) + ")");
     }
   }
+  if (base_ && base_seen_ != base_->changes_) {
+    throw ArgError("eval: the context this view reads has evaluated or truncated since the view's last truncate(), "
+                   "so what the view holds after position " + std::to_string(base_->n_past_) + " is stale; truncate(" +
+                   std::to_string(base_->n_past_) + ") first");
+  }
   if (base_ && n_past_ < base_->n_past_) {
     throw ArgError("eval: this view of a context is at n_past " + std::to_string(n_past_) + ", before its base's " +
                    std::to_string(base_->n_past_) + ", whose keys and values it would overwrite; truncate(" +
@@ -330,6 +336,7 @@ void Context::eval(const int32_t* tokens, int n, float* logits, bool last_only) 
     }
   }
   if (impl_->head_top > 0) impl_->head_add(tokens, n);
+  changes_++;
   impl_->reserve(std::min(n, kMaxUbatch));
   for (int done = 0; done < n;) {
     const int m = std::min(kMaxUbatch, n - done);
@@ -364,6 +371,8 @@ void Context::truncate(int n_past) {
   }
   n_past_ = n_past;
   for (int& v : impl_->kv_valid) v = std::min(v, n_past);
+  changes_++;
+  if (base_) base_seen_ = base_->changes_;
 }
 
 void Context::set_head_subset(int n_top, const std::vector<int32_t>& always) {

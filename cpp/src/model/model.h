@@ -107,7 +107,8 @@ class Context {
   // the layers not in skip_layers. It attends to base's keys and values at positions below
   // base.n_past() (truncate() moves it up to there: nothing to catch up on) and writes its own
   // after them, where base overwrites them as it evaluates those positions (it never reads a
-  // position it has not written). base must outlive it and not evaluate while it does. Not for
+  // position it has not written). Once base has evaluated or truncated, the view must truncate()
+  // before it evaluates again (ArgError). base must outlive it and not evaluate while it does. Not for
   // a recurrent model, whose state is not per position (ArgError).
   Context(Context& base, std::vector<int> skip_layers);
   ~Context();
@@ -176,6 +177,8 @@ class Context {
   int n_ctx_ = 0;
   int n_past_ = 0;
   Context* base_ = nullptr;  // a view's full context
+  uint64_t changes_ = 0;     // evals and truncations so far
+  uint64_t base_seen_ = 0;   // a view: base_->changes_ at its last truncate(), which eval() requires
   std::vector<int> skip_layers_;
   std::unique_ptr<Impl> impl_;
 };
