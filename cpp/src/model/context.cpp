@@ -97,7 +97,7 @@ struct Context::Impl {
   std::vector<float> cos_g, sin_g, cos_s, sin_s;  // [cap][n_rot / 2]
   std::vector<float> qgate, mix, z;  // hybrid recurrent models only (model::Step)
 
-  // kv: a base context's cache (a view), or null for a cache of its own.
+  // shared: a base context's cache (a view), or null for a cache of its own.
   Impl(const model::TransformerModel& model, int n_ctx, std::shared_ptr<ThreadPool> p, std::shared_ptr<KvCache> shared)
       : m(model),
         hp(model.hparams()),
