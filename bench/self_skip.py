@@ -12,8 +12,8 @@ is the acceptance of a one-token draft; longer drafts chain it, so it bounds wha
 --own-cache also scores each set with a cache of its own (every position evaluated with the
 layers skipped, as self-drafting worked before 2026-12-04), for comparison.
 
-A set pays when agreement a and the drafted token's cost c (about the kept share of the
-weights, printed) beat a plain step: with a verify of 2 rows costing v2 plain steps, one
+A set pays when agreement a and the drafted token's cost c (about the share of the weights it
+runs: the "runs" column counts its layers; the output layer runs too) beat a plain step: with a verify of 2 rows costing v2 plain steps, one
 drafted token pays when (1 + a) / (c + v2) > 1. Not a timing: agreement does not depend on
 the machine.
 """
@@ -32,14 +32,8 @@ sys.path.insert(0, str(HERE.parent / "python"))
 sys.path.append(str(HERE))
 
 import quickdraft  # noqa: E402
-from quickdraft import Engine, models  # noqa: E402
+from quickdraft import Engine, _core, models  # noqa: E402
 from speculative import PROMPTS, chat_prompt  # noqa: E402
-
-
-def default_skip(n_layer: int) -> list[int]:
-    """The engine's default set (cpp/src/speculative/self_draft.cpp)."""
-    keep = max(1, n_layer // 8)
-    return list(range(keep + 1, n_layer - keep, 2))
 
 
 def agreement_view(m: quickdraft.Model, seq: list[int], n0: int, skip: list[int]) -> float:
@@ -74,7 +68,7 @@ def main(argv=None) -> int:
 
     engine = Engine(args.target, n_ctx=2048, threads=args.threads)
     m = quickdraft.Model(args.target, n_ctx=2048, threads=args.threads)
-    sets = [default_skip(m.n_layer) if s.strip() == "default" else [int(i) for i in s.split(",") if i.strip()]
+    sets = [_core.default_skip_layers(m.n_layer) if s.strip() == "default" else [int(i) for i in s.split(",") if i.strip()]
             for s in args.skip.split(";")]
     print(f"target {args.target} ({m.n_layer} layers), {args.tokens} greedy tokens per prompt")
     print(f"{'prompt':<11} {'skipped layers':<40} {'runs':>5} {'agreement':>9}" + ("  own cache" if args.own_cache else ""))

@@ -7,8 +7,8 @@
     view = m.skipping_view([4, 6, 8])     # the same sequence with layers skipped, over m's cache
 
 The weights are memory-mapped, not copied (``mmap=False`` reads them into memory instead);
-every context has its own KV cache (F16) and its own thread pool. ``eval`` releases the GIL
-while it runs.
+every context has its own KV cache (F16) and its own thread pool, but for a skipping view, which
+uses its base's. ``eval`` releases the GIL while it runs.
 """
 
 from __future__ import annotations
