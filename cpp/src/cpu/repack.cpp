@@ -11,11 +11,12 @@
 //   Q4_K    d[8] f16 | dmin[8] f16 | sc[8 sub-blocks][8 rows] u8 | m[8][8] u8 | qs: word c of
 //           row r at 160 + 32c + 4r (c < 32)                                 (1184 bytes)
 //   Q6_K    d[8] f16 | sc[8 pairs u][8 rows][2] i8 (scales 2u, 2u + 1) | 16 bytes of padding |
-//           lo plane at 160: vector (t, g) (t < 4, g < 8) at 160 + 32 (8t + g), byte i of row r =
-//           lo4(e[64t + 4g + i]) | lo4(e[64t + 32 + 4g + i]) << 4 | hi plane at 1184: vector
-//           (p, g) (p < 2) at 1184 + 32 (8p + g), byte i of row r = the high 2 bits of
-//           e[128p + 4g + i], e[128p + 32 + 4g + i], e[128p + 64 + 4g + i], e[128p + 96 + 4g + i]
-//           at bits 0, 2, 4, 6                                                (1696 bytes)
+//           the values of group G (elements 16G .. 16G + 15, G < 16) at 160 + 96G as three
+//           vectors X, Y, Z: byte i of row r at 4r + i of vector V holds, in bits 0..5, e of
+//           k-group 0, 1, 2 of the group (X, Y, Z: element 16G + 4j + i, j = 0, 1, 2) and in bits
+//           6..7 two bits of k-group 3's e[16G + 12 + i]: its bits 4..5 in X, 2..3 in Y, 0..1 in Z
+//           (so that k-groups 0-2 are one AND each, and k-group 3 gathers its three fields)
+//                                                                             (1696 bytes)
 // where e[k] in [0, 64) is element k's 6-bit value (w = d * sc[k / 16] * (e[k] - 32)).
 //   IQ4_NL  d[8] f16 | qs as Q4_0
 //   Q5_K    as Q4_K | qh: word g of row r at 1184 + 32g + 4r (g < 8)             (1440 bytes)
@@ -189,7 +190,7 @@ void q6k_from_values(const uint8_t e[256], quant::block_q6_K& b) {
 }
 
 void q6k_pack_block(const uint8_t* const src[8], uint8_t* dst) {
-  std::memset(dst + 144, 0, kQ6KRows8Lo - 144);  // the padding after the scales (16 + 128 bytes)
+  std::memset(dst + 144, 0, kQ6KRows8Values - 144);  // the padding after the scales (16 + 128 bytes)
   for (int r = 0; r < 8; r++) {
     quant::block_q6_K b;
     std::memcpy(&b, src[r], sizeof b);
@@ -200,21 +201,13 @@ void q6k_pack_block(const uint8_t* const src[8], uint8_t* dst) {
     }
     uint8_t e[256];
     q6k_values(b, e);
-    for (int t = 0; t < 4; t++) {
-      for (int g = 0; g < 8; g++) {
-        for (int i = 0; i < 4; i++) {
-          const int k = 64 * t + 4 * g + i;
-          dst[kQ6KRows8Lo + 32 * (8 * t + g) + 4 * r + i] = (uint8_t)((e[k] & 0xF) | (e[k + 32] & 0xF) << 4);
-        }
-      }
-    }
-    for (int p = 0; p < 2; p++) {
-      for (int g = 0; g < 8; g++) {
-        for (int i = 0; i < 4; i++) {
-          const uint8_t* v = e + 128 * p + 4 * g + i;
-          dst[kQ6KRows8Hi + 32 * (8 * p + g) + 4 * r + i] =
-              (uint8_t)((v[0] >> 4) | (v[32] >> 4) << 2 | (v[64] >> 4) << 4 | (v[96] >> 4) << 6);
-        }
+    for (int G = 0; G < 16; G++) {
+      uint8_t* xyz = dst + kQ6KRows8Values + 96 * G + 4 * r;
+      for (int i = 0; i < 4; i++) {
+        const uint8_t* v = e + 16 * G + i;  // k-group j's element at v[4j]
+        xyz[i] = (uint8_t)(v[0] | (v[12] >> 4) << 6);
+        xyz[32 + i] = (uint8_t)(v[4] | ((v[12] >> 2) & 3) << 6);
+        xyz[64 + i] = (uint8_t)(v[8] | (v[12] & 3) << 6);
       }
     }
   }
@@ -228,23 +221,14 @@ void q6k_unpack_block(const uint8_t* src, int r, uint8_t* out) {
     b.scales[2 * u + 1] = (int8_t)src[16 + 16 * u + 2 * r + 1];
   }
   uint8_t e[256];
-  for (int t = 0; t < 4; t++) {
-    for (int g = 0; g < 8; g++) {
-      for (int i = 0; i < 4; i++) {
-        const int k = 64 * t + 4 * g + i;
-        const uint8_t lo = src[kQ6KRows8Lo + 32 * (8 * t + g) + 4 * r + i];
-        e[k] = lo & 0xF;
-        e[k + 32] = lo >> 4;
-      }
-    }
-  }
-  for (int p = 0; p < 2; p++) {
-    for (int g = 0; g < 8; g++) {
-      for (int i = 0; i < 4; i++) {
-        const uint8_t hi = src[kQ6KRows8Hi + 32 * (8 * p + g) + 4 * r + i];
-        uint8_t* v = e + 128 * p + 4 * g + i;
-        for (int f = 0; f < 4; f++) v[32 * f] = (uint8_t)(v[32 * f] | ((hi >> (2 * f)) & 3) << 4);
-      }
+  for (int G = 0; G < 16; G++) {
+    const uint8_t* xyz = src + kQ6KRows8Values + 96 * G + 4 * r;
+    for (int i = 0; i < 4; i++) {
+      uint8_t* v = e + 16 * G + i;
+      v[0] = xyz[i] & 63;
+      v[4] = xyz[32 + i] & 63;
+      v[8] = xyz[64 + i] & 63;
+      v[12] = (uint8_t)((xyz[i] >> 6) << 4 | (xyz[32 + i] >> 6) << 2 | xyz[64 + i] >> 6);
     }
   }
   q6k_from_values(e, b);

@@ -21,10 +21,10 @@ namespace qd::cpu {
 // True when this type has a rows8 layout (and so a portable repack and row extraction).
 bool rows8_supported(uint32_t type);
 
-// Q6_K's rows8 block (repack.cpp): its lo and hi planes start 32-byte aligned, like the block,
-// so no 32-byte load of them straddles a cache line (at 144 and 1168, half of them did). On Zen 3
-// this and the 2 KiB prefetch together took Q6_K from 12-14 to 26-29 GB/s (docs/benchmarks.md).
-constexpr size_t kQ6KRows8Block = 1696, kQ6KRows8Lo = 160, kQ6KRows8Hi = 1184;
+// Q6_K's rows8 block (repack.cpp): scales, then the values of its 16 groups of 16 weights, 96
+// bytes each (X, Y, Z), from kQ6KRows8Values on, 32-byte aligned like the block so that no 32-byte
+// load straddles a cache line.
+constexpr size_t kQ6KRows8Block = 1696, kQ6KRows8Values = 160;
 
 // Bytes of one block of a group of 8 rows in the rows8 layout (8 rows x 1 block).
 size_t rows8_group_block_bytes(uint32_t type);

@@ -11,19 +11,13 @@
 namespace qd::cpu {
 namespace {
 
-// Group G of block b (16 weights: elements 16G .. 16G + 15, which are k-groups 4q .. 4q + 3 of
-// part H = (G / 2) & 1 of chunk t = G / 4, q = G & 1) into isum. Each 6-bit value is the nibble
-// H of its lo-plane byte and field 2 (t & 1) + H of its hi-plane byte, moved to bits 4..5; the
-// shifts are run-time vector shifts, so that the caller's loop over G stays a loop (one group's
-// registers live at a time).
+// Group G of block b (16 weights: elements 16G .. 16G + 15, k-group L at 16G + 4L) into isum. Its
+// values are the low 6 bits of the layout's X, Y, Z (k-groups 0-2) and, for k-group 3, their top
+// 2 bits gathered by shift-left-and-insert (X's are bits 4..5, Y's 2..3, Z's 0..1).
 template <class Tag, int R>
 QD_ROWS8_INLINE inline void q6k_rows8_group(const uint8_t* blk, int G, const ActQ8_K* x, int64_t b,
                                             int32x4_t* isum_lo, int32x4_t* isum_hi) {
-  const int t = G / 4, H = (G / 2) & 1, q = G & 1;
-  const int field = 2 * (t & 1) + H;
-  const int8x16_t nib_shift = vdupq_n_s8((int8_t)(-4 * H));         // negative: shift right
-  const int8x16_t hi_shift = vdupq_n_s8((int8_t)(4 - 2 * field));  // bits 2f, 2f + 1 to 4, 5
-  const uint8x16_t m4 = vdupq_n_u8(15), m30 = vdupq_n_u8(0x30);
+  const uint8x16_t m63 = vdupq_n_u8(63);
   // scales pair G / 2 holds byte 2r + (G & 1) = row r's scale of group G: the even bytes from (G & 1)
   const int8x16_t pair = vld1q_s8((const int8_t*)blk + 16 + 16 * (G / 2) + (G & 1));
   const int16x8_t sc16 = vmovl_s8(vget_low_s8(vuzp1q_s8(pair, pair)));
@@ -35,15 +29,20 @@ QD_ROWS8_INLINE inline void q6k_rows8_group(const uint8_t* blk, int G, const Act
     s_lo[j] = s_hi[j] = vld1q_dup_s32(x[j].osg16 + 16 * b + 4 * (G % 4) + G / 4);
     xv[j] = vld1q_s8(x[j].qs + 256 * b + 16 * G);
   }
-  const uint8_t* lo = blk + kQ6KRows8Lo + 32 * (8 * t + 4 * q);
-  const uint8_t* hi = blk + kQ6KRows8Hi + 32 * (8 * (t / 2) + 4 * q);
-  rows8_unroll<4>([&](auto l) QD_ROWS8_INLINE {  // k-group 4q + l
+  const uint8_t* xyz = blk + kQ6KRows8Values + 96 * G;
+  rows8_unroll<4>([&](auto l) QD_ROWS8_INLINE {  // k-group L
     constexpr int L = decltype(l)::value;
     int8x16_t v[2];
     for (int half = 0; half < 2; half++) {  // rows 0-3, rows 4-7
-      const uint8x16_t nib = vandq_u8(vshlq_u8(vld1q_u8(lo + 32 * L + 16 * half), nib_shift), m4);
-      const uint8x16_t h2 = vandq_u8(vshlq_u8(vld1q_u8(hi + 32 * L + 16 * half), hi_shift), m30);
-      v[half] = vreinterpretq_s8_u8(vorrq_u8(nib, h2));
+      uint8x16_t e;
+      if constexpr (L < 3) {
+        e = vandq_u8(vld1q_u8(xyz + 32 * L + 16 * half), m63);
+      } else {
+        const uint8x16_t X = vld1q_u8(xyz + 16 * half), Y = vld1q_u8(xyz + 32 + 16 * half),
+                         Z = vld1q_u8(xyz + 64 + 16 * half);
+        e = vsliq_n_u8(vsliq_n_u8(vshrq_n_u8(Z, 6), vshrq_n_u8(Y, 6), 2), vshrq_n_u8(X, 6), 4);
+      }
+      v[half] = vreinterpretq_s8_u8(e);
     }
     for (int j = 0; j < R; j++) {
       s_lo[j] = rows8_dot<Tag, L>(s_lo[j], v[0], xv[j]);
