@@ -8,8 +8,9 @@
 //
 // The layout stores a group's values as three vectors X, Y, Z whose low 6 bits are k-groups 0-2
 // and whose top 2 bits together hold k-group 3: 11 vector operations unpack the group's 4
-// vectors (the former nibble and 2-bit planes took 17). 512 x 1536, n = 1, 1 thread, Zen 4
-// forced AVX2: 20 -> 35 GB/s in a standalone loop of the tile, bit-identical outputs.
+// vectors (the former nibble and 2-bit planes took 17). bench/kernels.py, 1024 x 1536, 1 thread,
+// Zen 4: forced AVX2 n = 1 27.9 -> 43.9 GB/s, n = 4 -23 % time; AVX-512 n = 1 -18 % time; the
+// same outputs bit for bit (docs/benchmarks.md).
 #pragma once
 #include "cpu/repack.h"
 #include "cpu/x86/avx2/rows8_common.h"
