@@ -105,11 +105,18 @@ inline void rows8_store(float* y, int64_t r, int64_t r1, __m256 v) {
 }
 
 // How far ahead a tile of R activation rows prefetches its weights. Taller tiles compute longer
-// per byte and gain from 4 KiB. With one or two rows the best distance depends on the core:
+// per byte and gain from 4 KiB, except on Zen 4 up to 4 rows. With one or two rows the best
+// distance depends on the core:
 // - Zen 4 (AVX2 path, one thread, weights 4x the L3, before Q6_K's planes were 32-byte aligned):
 //   the stream outruns a far prefetch, which then competes with the lines in use: 256 bytes ahead
 //   reads Q6_K at 25 GB/s, 2 KiB ahead at 11, none at 6.5 (the hardware prefetcher does not follow
 //   its two planes); Q4_K / Q8_0 / Q5_0 are as fast or faster at 256.
+// - Zen 4 at 3 and 4 rows (bench/kernels.py --rows 65536 --cols 1536, 2 threads, medians of 4-6
+//   interleaved runs, 256 against 4096 bytes ahead): forced AVX2 n = 3 Q4_K 36.2 against 31.5 GB/s,
+//   Q6_K 38.9 against 34.3, n = 4 within 2 %; AVX-512 n = 3 Q4_K 39.0 against 36.7, n = 4 Q6_K 32.8
+//   against 28.2, while n = 8 reads 14.4 against 18.4 (Q4_K) and keeps 4096. The 1.5B's forward
+//   of 3 tokens (forced AVX2, 4 alternated rounds, medians of 15) then takes 37.6-44.9 ms
+//   against 44.0-46.0, and of 4 tokens 44.7-52.9 against 48.3-54.0.
 // - Sapphire Rapids (AVX2 path, 2 threads, bench/kernels.py --rows 286720, n = 1): 1 KiB ahead
 //   reads Q4_K at 29.5-30.1 GB/s against 27.2-27.5 at 256, Q5_0 29.3-29.6 against 25.6-25.9,
 //   Q8_0 30.1 against 28.5-29.1, Q6_K 28.7-29.2 against 28.3; the 1.5B decodes in 41.6-42.1 ms
@@ -118,17 +125,17 @@ inline void rows8_store(float* y, int64_t r, int64_t r1, __m256 v) {
 //   at 256, Q5_0 31-35 against 27-28, Q4_K 29-32 against 27-29, Q8_0 32-33 against 30-31; the 1.5B
 //   decodes at 27.8-28.4 tok/s against 26.6-27.2 and the 0.5B at 75-77 against 69 (1 and 4 KiB
 //   within noise of 2). Zen 4, the AMD core with AVX-512, keeps the 256 measured there.
+// Zen 3 and Intel keep 4 KiB from 3 rows on (not measured there).
 template <int R>
 inline size_t rows8_prefetch_ahead() {
-  if constexpr (R > 2) {
-    return 4096;
-  } else {
-    static const size_t near = [] {
-      const CpuFeatures& f = cpu_features();
-      return f.amd ? (f.avx512f ? 256 : 2048) : 1024;
-    }();
-    return near;
-  }
+  static const size_t ahead = [] {
+    const CpuFeatures& f = cpu_features();
+    const bool zen4 = f.amd && f.avx512f;
+    if (R > 4 || (R > 2 && !zen4)) return (size_t)4096;
+    if (zen4) return (size_t)256;
+    return (size_t)(f.amd ? 2048 : 1024);
+  }();
+  return ahead;
 }
 
 // Prefetch of the weights `ahead` bytes past p (the stream is sequential in the rows8 layout).
