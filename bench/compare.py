@@ -4,6 +4,7 @@
     python bench/compare.py --only decode --models smollm2-135m --threads 2
     python bench/compare.py --isa avx2            # ours with QD_FORCE_ISA=avx2 against an AVX2-only llama.cpp
     python bench/compare.py --isa avx2_vnni       # the same with AVX-VNNI on both sides (no AVX-512)
+    python bench/compare.py --isa avx2 --only spec --reps 3   # generation only, 3 rounds in turn, medians
 
 Measures, for ours and llama.cpp side by side:
   decode tok/s (tg, 128 tokens) and pp512 tok/s for each model;
@@ -23,6 +24,7 @@ import argparse
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -256,6 +258,21 @@ def ratio(a, b) -> str:
     return f"{a / b:5.2f}x" if a and b else "    -"
 
 
+def median_run(runs: list[dict]) -> dict:
+    """One speculative run's fields, each the median over the rounds (None where a run has none)."""
+    out = {}
+    for k in runs[0]:
+        vals = [r.get(k) for r in runs]
+        nums = [v for v in vals if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        out[k] = statistics.median(nums) if len(nums) == len(vals) else vals[0]
+    return out
+
+
+def best_tok_s(round_: dict) -> float:
+    """The fastest of our drafters in one round (plain decoding excluded)."""
+    return max(r["tok_s"] for d, r in round_["ours"].items() if d != "none")
+
+
 def plot(result: dict, path: Path) -> None:
     """Decode and pp512 ratios, the verify cost curve, speculative tok/s: one PNG."""
     import matplotlib
@@ -321,6 +338,10 @@ def main() -> None:
     ap.add_argument("--only", choices=["decode", "spec"], default=None)
     ap.add_argument("--tokens", type=int, default=128, help="tokens generated per speculative run")
     ap.add_argument("--drafters", default="qwen2.5-coder-0.5b,ngram,self")
+    ap.add_argument("--reps", type=int, default=1,
+                    help="speculative section: rounds of every run of a prompt in turn (llama.cpp plain and "
+                         "speculative, ours per drafter); cells are medians, the ratios the median of each "
+                         "round's own ratio, so that a drift of the machine's speed hits both sides alike")
     ap.add_argument("--isa", choices=[k for k in peer.ISA_FLAGS if k], default=None,
                     help="ours with QD_FORCE_ISA=ISA against a llama.cpp built for that ISA only")
     args = ap.parse_args()
@@ -376,17 +397,26 @@ def main() -> None:
               " ".join(f"{('ours ' + d.split('-')[-1] if d != 'none' else 'ours plain'):>12}" for d in drafters) +
               f"  {'best/llama plain':>16} {'best/llama spec':>15}")
         for name, text in PROMPTS.items():
-            lp = llama_spec(bin_dir, target, None, text, t, args.tokens)
-            ls = llama_spec(bin_dir, target, draft, text, t, args.tokens)
-            row = {}
-            for d in drafters:
-                row[d] = ours({"kind": "spec", "target": target, "draft": d, "prompt": text, "threads": t, "n": args.tokens})
-            result["spec"][name] = {"llama_plain": lp, "llama_spec": ls, "ours": row}
-            best = max(r["tok_s"] for d, r in row.items() if d != "none")
+            rounds = []
+            for _ in range(max(1, args.reps)):
+                lp = llama_spec(bin_dir, target, None, text, t, args.tokens)
+                ls = llama_spec(bin_dir, target, draft, text, t, args.tokens)
+                row = {d: ours({"kind": "spec", "target": target, "draft": d, "prompt": text, "threads": t,
+                                "n": args.tokens}) for d in drafters}
+                rounds.append({"llama_plain": lp, "llama_spec": ls, "ours": row})
+            lp, ls, row = (median_run([r["llama_plain"] for r in rounds]), median_run([r["llama_spec"] for r in rounds]),
+                           {d: median_run([r["ours"][d] for r in rounds]) for d in drafters})
+            # each round's best drafter against that round's llama.cpp runs, then the median
+            vs_plain = statistics.median(best_tok_s(r) / r["llama_plain"]["tok_s"] for r in rounds)
+            vs_spec = statistics.median(best_tok_s(r) / r["llama_spec"]["tok_s"] for r in rounds)
+            result["spec"][name] = {"llama_plain": lp, "llama_spec": ls, "ours": row, "best_vs_llama_plain": vs_plain,
+                                    "best_vs_llama_spec": vs_spec, "rounds": rounds}
             print(f"{name:<11} {lp['tok_s']:11.1f} {ls['tok_s']:10.1f} " +
                   " ".join(f"{row[d]['tok_s']:7.1f} ({(row[d]['acceptance'] or 0) * 100:2.0f}%)"
                            if d != "none" else f"{row[d]['tok_s']:12.1f}" for d in drafters) +
-                  f"  {ratio(best, lp['tok_s']):>16} {ratio(best, ls['tok_s']):>15}", flush=True)
+                  f"  {vs_plain:15.2f}x {vs_spec:14.2f}x", flush=True)
+        if args.reps > 1:
+            print(f"(medians of {args.reps} rounds; the ratios are medians of each round's ratio)")
     out_dir = HERE / "out"
     out_dir.mkdir(exist_ok=True)
     stem = "compare" if not args.isa else f"compare-{args.isa}"
