@@ -420,7 +420,18 @@ def main() -> None:
     out_dir = HERE / "out"
     out_dir.mkdir(exist_ok=True)
     stem = "compare" if not args.isa else f"compare-{args.isa}"
-    (out_dir / f"{stem}.json").write_text(json.dumps(result, indent=1))
+    path = out_dir / f"{stem}.json"
+    if args.only and path.exists():
+        # --only measures one section: the other one of the file's earlier run stays, marked as such
+        keep = "spec" if args.only == "decode" else "models"
+        try:
+            old = json.loads(path.read_text())
+        except ValueError:
+            old = {}
+        if old.get(keep) and not result[keep]:
+            result[keep] = old[keep]
+            result["earlier_run"] = {"section": keep, "date": old.get("date"), "read_GBps": old.get("read_GBps")}
+    path.write_text(json.dumps(result, indent=1))
     try:
         plot(result, out_dir / f"{stem}.png")
     except ImportError:
