@@ -109,8 +109,8 @@ inline void rows8_store(float* y, int64_t r, int64_t r1, __m256 v) {
 // distance depends on the core:
 // - Zen 4 (AVX2 path, one thread, weights 4x the L3, before Q6_K's planes were 32-byte aligned):
 //   the stream outruns a far prefetch, which then competes with the lines in use: 256 bytes ahead
-//   reads Q6_K at 25 GB/s, 2 KiB ahead at 11, none at 6.5 (the hardware prefetcher does not follow
-//   its two planes); Q4_K / Q8_0 / Q5_0 are as fast or faster at 256.
+//   reads Q6_K at 25 GB/s, 2 KiB ahead at 11, none at 6.5 (the hardware prefetcher did not follow
+//   the two planes of Q6_K's former layout); Q4_K / Q8_0 / Q5_0 are as fast or faster at 256.
 // - Zen 4 at 3 and 4 rows (bench/kernels.py --rows 65536 --cols 1536, 2 threads, medians of 4-6
 //   interleaved runs, 256 against 4096 bytes ahead): forced AVX2 n = 3 Q4_K 36.2 against 31.5 GB/s,
 //   Q6_K 38.9 against 34.3, n = 4 within 2 %; AVX-512 n = 3 Q4_K 39.0 against 36.7, n = 4 Q6_K 32.8
@@ -128,14 +128,17 @@ inline void rows8_store(float* y, int64_t r, int64_t r1, __m256 v) {
 // Zen 3 and Intel keep 4 KiB from 3 rows on (not measured there).
 template <int R>
 inline size_t rows8_prefetch_ahead() {
-  static const size_t ahead = [] {
-    const CpuFeatures& f = cpu_features();
-    const bool zen4 = f.amd && f.avx512f;
-    if (R > 4 || (R > 2 && !zen4)) return (size_t)4096;
-    if (zen4) return (size_t)256;
-    return (size_t)(f.amd ? 2048 : 1024);
-  }();
-  return ahead;
+  if constexpr (R > 4) {
+    return 4096;
+  } else {
+    static const size_t ahead = [] {
+      const CpuFeatures& f = cpu_features();
+      if (f.amd && f.avx512f) return (size_t)256;  // Zen 4
+      if (R > 2) return (size_t)4096;
+      return (size_t)(f.amd ? 2048 : 1024);
+    }();
+    return ahead;
+  }
 }
 
 // Prefetch of the weights `ahead` bytes past p (the stream is sequential in the rows8 layout).
