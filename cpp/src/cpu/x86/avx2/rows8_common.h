@@ -209,22 +209,32 @@ struct Rows8Bcast {
 };
 
 // Row groups per rows8_tall chunk: their float accumulators (1 KiB each at R = 8) and the
-// broadcast block stay in L1 together.
+// broadcast blocks stay in L1 together.
 constexpr int kRows8TallGroups = 32;
 
-// The tall tiles' loop order: the R activation rows against the row groups of [r0, r1) block by
-// block instead of group by group, so that each block's broadcast (Rows8Bcast) serves a chunk of
-// kRows8TallGroups groups. block(blk, b, xb, acc) adds block b of the group at blk into its R
-// accumulators, and must do so with the FMAs, in the order, of the group-by-group tile: every
-// output then gets the same floats in the same order, so the results do not depend on the order.
-// The weights of the group two ahead (or the chunk's first groups of the next block) are
-// prefetched into L2 (the 2-group distance and T1 hint: chosen by ear on Zen 4, not swept).
+// Bytes of broadcast activations (Rows8Bcast) a rows8_tall pass keeps: as many consecutive blocks
+// as fit, so that each row group's weights are read in runs of that many blocks. Longer runs
+// stream better from memory; broadcasts beyond L1 cost more than they save. Zen 4, forced AVX2,
+// the 1.5B's forward of n tokens from memory (medians of 4 alternated rounds): n = 5 (two blocks)
+// 54.4-55.8 ms against 60.6-62.7 with one; n = 8 with two blocks (32 KiB) 92.8 against 76.5.
+// In cache (1536 x 1536, one thread) two blocks at n = 8 are 13 % slower.
+constexpr size_t kRows8TallBcastBytes = 20 * 1024;
+
+// The tall tiles' loop order: the R activation rows against the row groups of [r0, r1) a run of
+// blocks at a time instead of group by group, so that each run's broadcasts (Rows8Bcast) serve a
+// chunk of kRows8TallGroups groups. block(blk, b, xb, acc) adds block b of the group at blk into
+// its R accumulators, and must do so with the FMAs, in the order, of the group-by-group tile: each
+// output still takes its blocks in order, so it gets the same floats in the same order and the
+// results do not depend on the loop order. The weights of the group two ahead (or the chunk's
+// first groups of the next run) are prefetched into L2 (the 2-group distance and T1 hint: chosen
+// by ear on Zen 4; 4, 8 and 16 groups measured no better).
 template <int R, class BlockFn>
 inline void rows8_tall(const Matrix& w, size_t block_bytes, int64_t r0, int64_t r1, const ActQ8_K* x, float* y,
                        int64_t ldy, BlockFn&& block) {
+  constexpr int kRun = sizeof(Rows8Bcast<R>) <= kRows8TallBcastBytes / 2 ? (int)(kRows8TallBcastBytes / sizeof(Rows8Bcast<R>)) : 1;
   const int64_t nb = w.cols / 256;
   const size_t group_bytes = (size_t)nb * block_bytes;
-  Rows8Bcast<R> xb;
+  Rows8Bcast<R> xb[kRun];
   __m256 acc[kRows8TallGroups][R];
   for (int64_t c0 = r0; c0 < r1; c0 += 8 * kRows8TallGroups) {
     const int64_t c1 = c0 + 8 * kRows8TallGroups < r1 ? c0 + 8 * kRows8TallGroups : r1;
@@ -233,13 +243,16 @@ inline void rows8_tall(const Matrix& w, size_t block_bytes, int64_t r0, int64_t 
     for (int g = 0; g < ng; g++) {
       for (int j = 0; j < R; j++) acc[g][j] = _mm256_setzero_ps();
     }
-    for (int64_t b = 0; b < nb; b++) {
-      xb.fill(x, b);
+    for (int64_t b0 = 0; b0 < nb; b0 += kRun) {
+      const int run = nb - b0 < kRun ? (int)(nb - b0) : kRun;
+      for (int i = 0; i < run; i++) xb[i].fill(x, b0 + i);
       for (int g = 0; g < ng; g++) {
-        const uint8_t* blk = first + (size_t)g * group_bytes + (size_t)b * block_bytes;
-        const uint8_t* next = g + 2 < ng ? blk + 2 * group_bytes : first + (size_t)(g + 2 - ng) * group_bytes + (size_t)(b + 1) * block_bytes;
-        for (size_t o = 0; o < block_bytes; o += 64) _mm_prefetch((const char*)(next + o), _MM_HINT_T1);
-        block(blk, b, xb, acc[g]);
+        const uint8_t* blk = first + (size_t)g * group_bytes + (size_t)b0 * block_bytes;
+        const uint8_t* next = g + 2 < ng ? blk + 2 * group_bytes : first + (size_t)(g + 2 - ng) * group_bytes + (size_t)(b0 + run) * block_bytes;
+        for (int i = 0; i < run; i++) {
+          for (size_t o = 0; o < block_bytes; o += 64) _mm_prefetch((const char*)(next + i * block_bytes + o), _MM_HINT_T1);
+          block(blk + i * block_bytes, b0 + i, xb[i], acc[g]);
+        }
       }
     }
     for (int g = 0; g < ng; g++) {
