@@ -215,8 +215,9 @@ constexpr int kRows8TallGroups = 32;
 // Bytes of broadcast activations (Rows8Bcast) a rows8_tall pass keeps: as many consecutive blocks
 // as fit, so that each row group's weights are read in runs of that many blocks. Longer runs
 // stream better from memory; broadcasts beyond L1 cost more than they save. Zen 4, forced AVX2,
-// the 1.5B's forward of n tokens from memory (medians of 4 alternated rounds): n = 5 (two blocks)
-// 54.4-55.8 ms against 60.6-62.7 with one; n = 8 with two blocks (32 KiB) 92.8 against 76.5.
+// the 1.5B's forward of n tokens from memory (medians of 4-5 alternated rounds, three runs):
+// n = 5 (two blocks) 54.4-60.7 ms against 60.6-65.5 with one; n = 8 with two blocks (32 KiB) 92.8
+// against 76.5; n = 6 with two (24 KiB) 76.2 against 73.8.
 // In cache (1536 x 1536, one thread) two blocks at n = 8 are 13 % slower.
 constexpr size_t kRows8TallBcastBytes = 20 * 1024;
 
