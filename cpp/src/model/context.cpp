@@ -103,7 +103,7 @@ struct Context::Impl {
         hp(model.hparams()),
         pool_owner(std::move(p)),
         pool(*pool_owner),
-        kv_owner(shared ? std::move(shared) : std::make_shared<KvCache>(hp.n_layer, n_ctx, hp.n_head_kv * hp.head_dim)),
+        kv_owner(shared ? std::move(shared) : std::make_shared<KvCache>(hp.n_layer, n_ctx, hp.n_head_kv, hp.head_dim)),
         kv(*kv_owner),
         kv_valid((size_t)hp.n_layer, 0),
         skip((size_t)hp.n_layer, 0) {

@@ -11,18 +11,23 @@
 
 namespace qd {
 
-KvCache::KvCache(int n_layer, int n_ctx, int kv_dim)
+KvCache::KvCache(int n_layer, int n_ctx, int n_head_kv, int head_dim)
     : n_layer_(n_layer),
       n_ctx_(n_ctx),
-      kv_dim_(kv_dim),
-      size_((size_t)n_layer * n_ctx * kv_dim),
+      n_head_kv_(n_head_kv),
+      head_dim_(head_dim),
+      kv_dim_(n_head_kv * head_dim),
+      size_((size_t)n_layer * n_ctx * n_head_kv * head_dim),
       k_(new uint16_t[size_]),
       v_(new uint16_t[size_]) {}
 
 void KvCache::store(int il, int pos0, int n, const float* k, const float* v) {
   for (int i = 0; i < n; i++) {
-    cpu::fp32_to_fp16_row(k + (size_t)i * kv_dim_, k_.get() + offset(il, pos0 + i), kv_dim_);
-    cpu::fp32_to_fp16_row(v + (size_t)i * kv_dim_, v_.get() + offset(il, pos0 + i), kv_dim_);
+    for (int h = 0; h < n_head_kv_; h++) {
+      const size_t src = (size_t)i * kv_dim_ + (size_t)h * head_dim_;
+      cpu::fp32_to_fp16_row(k + src, k_.get() + offset(il, h, pos0 + i), head_dim_);
+      cpu::fp32_to_fp16_row(v + src, v_.get() + offset(il, h, pos0 + i), head_dim_);
+    }
   }
 }
 
@@ -48,7 +53,7 @@ void attend_block(const KvCache& kv, int il, const float* q, size_t q_row, int i
                   const AttentionShape& sh, float* out) {
   const int hd = sh.head_dim;
   const int G = sh.n_head / sh.n_head_kv;
-  const size_t stride = (size_t)kv.kv_dim();
+  const size_t stride = kv.pos_stride();
   auto first_key = [&](int pos) { return sh.window > 0 ? std::max(0, pos - sh.window + 1) : 0; };
   const int lo = first_key(pos0 + i0), hi = pos0 + i1 - 1;  // the keys any row of the block sees
 
@@ -83,10 +88,10 @@ void attend_block(const KvCache& kv, int il, const float* q, size_t q_row, int i
   // runs of rows that see the same keys [a, b] (all of the chunk, but for the chunks holding a
   // row's own position or its window's start). use(i, e, a, b, kv) takes rows [i, e), whose G heads
   // each are a query of one batched kernel call, with kv = key a's converted row.
-  auto over_chunks = [&](const uint16_t* (KvCache::*cache)(int, int) const, auto&& use) {
+  auto over_chunks = [&](const uint16_t* (KvCache::*cache)(int, int, int) const, auto&& use) {
     for (int c0 = lo; c0 <= hi; c0 += kKeyChunk) {
       const int m = std::min(kKeyChunk, hi - c0 + 1);
-      model::half_to_float_rows((kv.*cache)(il, c0) + (size_t)g * hd, stride, rows, m, hd);
+      model::half_to_float_rows((kv.*cache)(il, g, c0), stride, rows, m, hd);
       auto seen = [&](int i) {
         const int p = pos0 + i;
         return std::pair<int, int>(std::max(c0, first_key(p)), std::min(c0 + m - 1, p));

@@ -42,7 +42,7 @@ struct MtpHead::Impl {
         hp(model.hparams()),
         L(model.weights().mtp[0]),
         pool(std::move(p)),
-        kv(1, n_ctx, hp.n_head_kv * hp.head_dim),
+        kv(1, n_ctx, hp.n_head_kv, hp.head_dim),
         freq((float)hp.rope_base, (float)hp.rope_freq_scale, nullptr, hp) {
     const size_t n = kMaxRows, E = hp.n_embd, Q = (size_t)hp.n_head * hp.head_dim;
     const size_t KV = (size_t)hp.n_head_kv * hp.head_dim, F = hp.n_ff, R = (size_t)hp.n_rot / 2;
