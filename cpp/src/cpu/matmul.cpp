@@ -81,7 +81,7 @@ void check_shape(const Matrix& w) {
 // 136 kept one thread idle for 8 % of each such product; 8 of 192 keep both busy to the end.
 // A single row (decode, draft steps) streams at the memory's pace, each task starting a stream
 // cold: there 2 tasks per thread, not 4, for the products below 1 MB a task. Forced AVX2 on Zen 4,
-// 2 threads, alternated in one process (medians of 16-30 rounds): the 0.5B draft's step 1.3-7.2 %
+// 2 threads, alternated in one process (medians of 15-30 rounds): the 0.5B draft's step 1.3-7.2 %
 // faster in three runs, the 1.5B's decode 1 %; verify batches (n > 1) keep 4.
 int64_t rows_per_task(const Matrix& w, int n_threads, int64_t n) {
   const bool rows8 = w.layout == Layout::rows8;  // whole groups of 8 rows
