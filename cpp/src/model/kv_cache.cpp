@@ -16,15 +16,15 @@ KvCache::KvCache(int n_layer, int n_ctx, int n_head_kv, int head_dim)
       n_ctx_(n_ctx),
       n_head_kv_(n_head_kv),
       head_dim_(head_dim),
-      kv_dim_(n_head_kv * head_dim),
       size_((size_t)n_layer * n_ctx * n_head_kv * head_dim),
       k_(new uint16_t[size_]),
       v_(new uint16_t[size_]) {}
 
 void KvCache::store(int il, int pos0, int n, const float* k, const float* v) {
+  const size_t kv_dim = (size_t)n_head_kv_ * head_dim_;  // floats per input row
   for (int i = 0; i < n; i++) {
     for (int h = 0; h < n_head_kv_; h++) {
-      const size_t src = (size_t)i * kv_dim_ + (size_t)h * head_dim_;
+      const size_t src = (size_t)i * kv_dim + (size_t)h * head_dim_;
       cpu::fp32_to_fp16_row(k + src, k_.get() + offset(il, h, pos0 + i), head_dim_);
       cpu::fp32_to_fp16_row(v + src, v_.get() + offset(il, h, pos0 + i), head_dim_);
     }

@@ -30,7 +30,7 @@ class KvCache {
     return (((size_t)il * n_head_kv_ + (size_t)h) * n_ctx_ + (size_t)pos) * head_dim_;
   }
 
-  int n_layer_, n_ctx_, n_head_kv_, head_dim_, kv_dim_;
+  int n_layer_, n_ctx_, n_head_kv_, head_dim_;
   size_t size_;
   // Left uninitialised so the OS commits pages only as positions are written; a position is
   // never read before it is written (attention reads positions < n_past only).

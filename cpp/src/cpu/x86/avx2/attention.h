@@ -144,10 +144,7 @@ inline void softmax(float* x, int n, int phase) {
   __m256 vm = _mm256_set1_ps(x[0]);
   int j = 0;
   for (; j + 8 <= n; j += 8) vm = _mm256_max_ps(vm, _mm256_loadu_ps(x + j));
-  alignas(32) float lanes[8];
-  _mm256_store_ps(lanes, vm);
-  float mx = lanes[0];
-  for (int l = 1; l < 8; l++) mx = std::max(mx, lanes[l]);
+  float mx = hmax(vm);
   for (; j < n; j++) mx = std::max(mx, x[j]);
   const float inv_sum = 1.0f / exp_shift_sum(x, n, mx);
   for (int j = 0; j < n; j++) x[j] *= inv_sum;

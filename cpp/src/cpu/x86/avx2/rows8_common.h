@@ -232,8 +232,7 @@ constexpr size_t kRows8TallBcastBytes = 20 * 1024;
 template <int R, class BlockFn>
 inline void rows8_tall(const Matrix& w, size_t block_bytes, int64_t r0, int64_t r1, const ActQ8_K* x, float* y,
                        int64_t ldy, BlockFn&& block) {
-  constexpr int kFit = (int)(kRows8TallBcastBytes / sizeof(Rows8Bcast<R>));
-  constexpr int kRun = kFit > 1 ? kFit : 1;  // blocks per run
+  constexpr int kRun = std::max(1, (int)(kRows8TallBcastBytes / sizeof(Rows8Bcast<R>)));  // blocks per run
   const int64_t nb = w.cols / 256;
   const size_t group_bytes = (size_t)nb * block_bytes;
   Rows8Bcast<R> xb[kRun];
