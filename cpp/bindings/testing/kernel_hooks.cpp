@@ -282,7 +282,7 @@ void register_kernel_hooks(py::module_& k) {
   k.def(
       "bench_matmul",
       [](py::buffer weight, uint32_t type, int64_t rows, int64_t cols, int64_t n, int threads, int iters,
-         std::optional<std::string> isa, const std::string& layout) {
+         std::optional<std::string> isa, const std::string& layout) -> std::vector<double> {
         const py::buffer_info wb = weight.request();
         const qd::Isa which0 = isa_or_active(isa);
         qd::cpu::Rows8Buffer store;
@@ -294,16 +294,15 @@ void register_kernel_hooks(py::module_& k) {
         qd::ThreadPool& pool = pool_of(threads);
         py::gil_scoped_release release;
         qd::cpu::matmul(w, x.data(), n, y.data(), pool, which);  // warm-up
-        double best = 1e30;
-        for (int it = 0; it < iters; it++) {
+        std::vector<double> secs((size_t)iters);
+        for (double& s : secs) {
           const auto t0 = std::chrono::steady_clock::now();
           qd::cpu::matmul(w, x.data(), n, y.data(), pool, which);
-          const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-          best = std::min(best, s);
+          s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         }
-        return best;
+        return secs;
       },
       py::arg("weight"), py::arg("type"), py::arg("rows"), py::arg("cols"), py::arg("n"), py::arg("threads") = 1,
       py::arg("iters") = 10, py::arg("isa") = py::none(), py::arg("layout") = "auto",
-      "Best-of-iters seconds of one matmul of n random activation rows (warm caches, timed in C++).");
+      "Seconds of each of iters matmuls of n random activation rows, in order (after a warm-up call; timed in C++).");
 }
