@@ -59,8 +59,8 @@ def main() -> None:
         for threads in [int(v) for v in a.threads.split(",")]:
             runs = [_core._testing.kernels.bench_matmul(w, int(t), a.rows, a.cols, n, threads, a.iters, isa) for n in ns]
             secs = [min(r) for r in runs]
-            cells = " ".join(f"{min(r) * 1e3:10.3f} {w.nbytes / min(r) / 1e9:5.1f} {w.nbytes / float(np.median(r)) / 1e9:5.1f}"
-                             for r in runs)
+            cells = " ".join(f"{s * 1e3:10.3f} {w.nbytes / s / 1e9:5.1f} {w.nbytes / float(np.median(r)) / 1e9:5.1f}"
+                             for s, r in zip(secs, runs))
             ratios = " ".join(f"{s / secs[0]:5.2f}" for n, s in zip(ns, secs) if n > 1)
             print(f"{name:6} {threads:3d} {w.nbytes / 1e6:6.1f} {cells}  {ratios}")
 
