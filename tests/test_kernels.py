@@ -458,3 +458,13 @@ def test_weighted_rows_add(isa, n):
     for a, b in ((0, 3), (3, 40), (40, 64), (64, rows)):
         split = _core._testing.kernels.weighted_rows_add(w[a:b], v[a:b], lane0 + a, split, isa)
     assert np.array_equal(split, got)
+
+
+def test_bench_attention_times_each_pass_and_refuses_bad_shapes():
+    # bench/attention.py's hook: iters timings of attention over a random cache, ValueError (never a
+    # crash) for a shape the model could not have
+    secs = K.bench_attention(100, 2, 4, 2, 64, 2, 1, 3)
+    assert len(secs) == 3 and all(s > 0 for s in secs)
+    for bad in ((100, 2, 3, 2, 64, 2), (0, 1, 4, 2, 64, 2), (100, 1, 4, 2, 64, 0), (100, 1, 4, 2, 64, 2, 0)):
+        with pytest.raises(ValueError, match="bench_attention"):
+            K.bench_attention(*bad)

@@ -30,6 +30,7 @@ using qd::sampling::SamplerParams;
 using namespace qd::speculative;
 
 void register_kernel_hooks(py::module_& k);
+void register_attention_hooks(py::module_& k);
 
 namespace {
 
@@ -245,4 +246,5 @@ void register_testing(py::module_& m) {
 
   py::module_ k = t.def_submodule("kernels", "CPU kernel test and benchmark hooks");
   register_kernel_hooks(k);
+  register_attention_hooks(k);
 }
