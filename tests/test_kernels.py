@@ -439,6 +439,25 @@ def test_weighted_rows_add_batch(isa, n):
 
 
 @pytest.mark.parametrize("isa", ISA_PARAMS)
+@pytest.mark.parametrize("n", [128, 64, 96, 40, 13])
+def test_attention_kernels_read_f16_rows_as_their_floats(isa, n):
+    """The F16 entries (a decode reads the cache's rows without a converted copy): bit for bit the
+    float kernels on the same rows converted, over query counts that leave every tile tail, key
+    counts past the 64-row conversion chunks and the 4-key tiles, and widths off the 8 and 32 lanes."""
+    rng = np.random.default_rng(n + 7)
+    for nq, rows, lane0 in ((1, 64, 0), (6, 3, 5), (7, 67, 9), (3, 130, 15), (12, 200, 1)):
+        q = rng.standard_normal((nq, n)).astype(np.float32)
+        bits = rng.standard_normal((rows, n)).astype(np.float16)
+        floats = bits.astype(np.float32)
+        got = K.scaled_dots_f16(q, bits.view(np.uint16), 0.125, isa)
+        assert np.array_equal(got, K.scaled_dots(q, floats, 0.125, isa)), (nq, rows)
+        w = halves(rng.random((nq, rows)))
+        start = rng.standard_normal((nq, 16, n)).astype(np.float32)
+        got = K.weighted_rows_add_f16(w, bits.view(np.uint16), lane0, start, isa)
+        assert np.array_equal(got, K.weighted_rows_add(w, floats, lane0, start, isa)), (nq, rows)
+
+
+@pytest.mark.parametrize("isa", ISA_PARAMS)
 @pytest.mark.parametrize("n", [64, 128, 256, 72, 13])
 def test_weighted_rows_add(isa, n):
     """Attention's weighted sum of values: each of the 16 lanes (key index mod 16) gets its rows'

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "common/cpu_features.h"
@@ -76,6 +77,60 @@ qd::cpu::Matrix laid_out(const qd::cpu::Matrix& w, qd::Isa isa, const std::strin
   if (!repack) return w;
   *store = qd::cpu::rows8_alloc(w);
   return qd::cpu::repack_rows8(w, store->get(), false);
+}
+
+using HalfArray = py::array_t<uint16_t, py::array::c_style | py::array::forcecast>;
+
+template <class V>
+FloatArray weighted_rows_add_hook(FloatArray w, V v, int lane0, FloatArray partial, std::optional<std::string> isa) {
+  // one query (w [rows], partial [16][n]) or a batch (w [nq][rows], partial [nq][16][n])
+  const bool batch = w.ndim() == 2;
+  const int64_t nq = batch ? w.shape(0) : 1;
+  if (w.ndim() < 1 || w.ndim() > 2 || v.ndim() != 2 || v.shape(0) != w.shape(w.ndim() - 1) ||
+      partial.ndim() != w.ndim() + 1 || (batch && partial.shape(0) != nq) ||
+      partial.shape(partial.ndim() - 2) != qd::cpu::kAttentionLanes ||
+      partial.shape(partial.ndim() - 1) != v.shape(1) || lane0 < 0) {
+    throw qd::ArgError(
+        "weighted_rows_add: w [rows] or [nq][rows], v [rows][n], partial [16][n] or [nq][16][n], lane0 >= 0");
+  }
+  FloatArray out(std::vector<py::ssize_t>(partial.shape(), partial.shape() + partial.ndim()));
+  std::copy(partial.data(), partial.data() + partial.size(), out.mutable_data());
+  const int64_t rows = v.shape(0), n = v.shape(1);
+  std::vector<const float*> ws((size_t)nq);
+  std::vector<float*> ps((size_t)nq);
+  for (int64_t j = 0; j < nq; j++) {
+    ws[(size_t)j] = w.data() + j * rows;
+    ps[(size_t)j] = out.mutable_data() + j * qd::cpu::kAttentionLanes * n;
+  }
+  const qd::cpu::KernelTable& t = qd::cpu::kernel_table(isa_or_active(isa));
+  if constexpr (std::is_same_v<V, HalfArray>) {
+    t.weighted_rows_add_f16(ws.data(), ps.data(), (int)nq, v.data(), (int)rows, (int)n, lane0);
+  } else {
+    t.weighted_rows_add(ws.data(), ps.data(), (int)nq, v.data(), (int)rows, (int)n, lane0);
+  }
+  return out;
+}
+
+template <class K>
+FloatArray scaled_dots_hook(FloatArray q, K k, float scale, std::optional<std::string> isa) {
+  if (q.ndim() != 2 || k.ndim() != 2 || q.shape(1) != k.shape(1)) {
+    throw qd::ArgError("scaled_dots: q [nq][n], k [rows][n]");
+  }
+  const int64_t nq = q.shape(0), rows = k.shape(0), n = k.shape(1);
+  FloatArray out({nq, rows});
+  std::vector<const float*> qs((size_t)nq);
+  std::vector<float*> os((size_t)nq);
+  for (int64_t j = 0; j < nq; j++) {
+    qs[(size_t)j] = q.data() + j * n;
+    os[(size_t)j] = out.mutable_data() + j * rows;
+  }
+  const qd::cpu::KernelTable& t = qd::cpu::kernel_table(isa_or_active(isa));
+  if constexpr (std::is_same_v<K, HalfArray>) {
+    t.scaled_dots_f16(qs.data(), os.data(), (int)nq, k.data(), (int)rows, (int)n, scale);
+  } else {
+    t.scaled_dots(qs.data(), os.data(), (int)nq, k.data(), (int)rows, (int)n, scale);
+  }
+  return out;
 }
 
 }  // namespace
@@ -149,52 +204,20 @@ void register_kernel_hooks(py::module_& k) {
       "Whether loading repacks weights of this type (rows a multiple of 8) for the ISA's kernels.");
   k.def(
       "weighted_rows_add",
-      [](FloatArray w, FloatArray v, int lane0, FloatArray partial, std::optional<std::string> isa) {
-        // one query (w [rows], partial [16][n]) or a batch (w [nq][rows], partial [nq][16][n])
-        const bool batch = w.ndim() == 2;
-        const int64_t nq = batch ? w.shape(0) : 1;
-        if (w.ndim() < 1 || w.ndim() > 2 || v.ndim() != 2 || v.shape(0) != w.shape(w.ndim() - 1) ||
-            partial.ndim() != w.ndim() + 1 || (batch && partial.shape(0) != nq) ||
-            partial.shape(partial.ndim() - 2) != qd::cpu::kAttentionLanes ||
-            partial.shape(partial.ndim() - 1) != v.shape(1) || lane0 < 0) {
-          throw qd::ArgError(
-              "weighted_rows_add: w [rows] or [nq][rows], v [rows][n], partial [16][n] or [nq][16][n], lane0 >= 0");
-        }
-        FloatArray out(std::vector<py::ssize_t>(partial.shape(), partial.shape() + partial.ndim()));
-        std::copy(partial.data(), partial.data() + partial.size(), out.mutable_data());
-        const int64_t rows = v.shape(0), n = v.shape(1);
-        std::vector<const float*> ws((size_t)nq);
-        std::vector<float*> ps((size_t)nq);
-        for (int64_t j = 0; j < nq; j++) {
-          ws[(size_t)j] = w.data() + j * rows;
-          ps[(size_t)j] = out.mutable_data() + j * qd::cpu::kAttentionLanes * n;
-        }
-        qd::cpu::kernel_table(isa_or_active(isa))
-            .weighted_rows_add(ws.data(), ps.data(), (int)nq, v.data(), (int)rows, (int)n, lane0);
-        return out;
-      },
+      &weighted_rows_add_hook<FloatArray>,
       py::arg("w"), py::arg("v"), py::arg("lane0"), py::arg("partial"), py::arg("isa") = py::none(),
       "partial [16][n] (or [nq][16][n], one per row of w) after adding w[r] * v[r] to lane (lane0 + r) % 16, rows "
       "in order (a copy).");
   k.def(
       "scaled_dots",
-      [](FloatArray q, FloatArray k, float scale, std::optional<std::string> isa) {
-        if (q.ndim() != 2 || k.ndim() != 2 || q.shape(1) != k.shape(1)) {
-          throw qd::ArgError("scaled_dots: q [nq][n], k [rows][n]");
-        }
-        const int64_t nq = q.shape(0), rows = k.shape(0), n = k.shape(1);
-        FloatArray out({nq, rows});
-        std::vector<const float*> qs((size_t)nq);
-        std::vector<float*> os((size_t)nq);
-        for (int64_t j = 0; j < nq; j++) {
-          qs[(size_t)j] = q.data() + j * n;
-          os[(size_t)j] = out.mutable_data() + j * rows;
-        }
-        qd::cpu::kernel_table(isa_or_active(isa)).scaled_dots(qs.data(), os.data(), (int)nq, k.data(), (int)rows, (int)n, scale);
-        return out;
-      },
+      &scaled_dots_hook<FloatArray>,
       py::arg("q"), py::arg("k"), py::arg("scale"), py::arg("isa") = py::none(),
       "out[j][r] = scale * (q[j] . k[r]): one batched call of the ISA's attention score kernel.");
+  k.def("weighted_rows_add_f16", &weighted_rows_add_hook<HalfArray>, py::arg("w"), py::arg("v_bits"), py::arg("lane0"),
+        py::arg("partial"), py::arg("isa") = py::none(),
+        "weighted_rows_add with the values given as F16 bit patterns (uint16): the ISA's F16 entry.");
+  k.def("scaled_dots_f16", &scaled_dots_hook<HalfArray>, py::arg("q"), py::arg("k_bits"), py::arg("scale"),
+        py::arg("isa") = py::none(), "scaled_dots with the keys given as F16 bit patterns (uint16): the ISA's F16 entry.");
   k.def(
       "reduce_lanes",
       [](FloatArray partial, std::optional<std::string> isa) {

@@ -115,6 +115,8 @@ std::vector<RoutineInfo> describe_table(Isa isa) {
   add("softmax", kind_of(t.softmax, s.softmax));
   add("weighted_rows_add", kind_of(t.weighted_rows_add, s.weighted_rows_add));
   add("reduce_lanes", kind_of(t.reduce_lanes, s.reduce_lanes));
+  add("scaled_dots_f16", kind_of(t.scaled_dots_f16, s.scaled_dots_f16));
+  add("weighted_rows_add_f16", kind_of(t.weighted_rows_add_f16, s.weighted_rows_add_f16));
   add("silu_mul", kind_of(t.silu_mul, s.silu_mul));
   add("rope", kind_of(t.rope, s.rope));
   return out;

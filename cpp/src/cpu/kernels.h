@@ -54,6 +54,14 @@ using SoftmaxFn = void (*)(float* x, int n, int phase);
 using WeightedRowsAddFn = void (*)(const float* const* w, float* const* partial, int nq, const float* v, int rows, int n,
                                   int lane0);
 using ReduceLanesFn = void (*)(const float* partial, int n, float* out);
+// The score and value kernels over F16 rows (the cache's, n halves apart) instead of converted
+// floats: the same bits as half_to_float_rows then ScaledDotsFn / WeightedRowsAddFn, without the
+// converted copy (for a few queries per row, as in a decode, converting in registers per tile of
+// queries costs less than writing and rereading the copy).
+using ScaledDotsF16Fn = void (*)(const float* const* q, float* const* out, int nq, const uint16_t* k, int rows, int n,
+                                float scale);
+using WeightedRowsAddF16Fn = void (*)(const float* const* w, float* const* partial, int nq, const uint16_t* v,
+                                     int rows, int n, int lane0);
 
 // Weighted values are summed in this many partial sums per query, by key index mod kAttentionLanes:
 // the lanes of llama.cpp's F16 KQV matmul (tinyBLAS, 16 floats on AVX-512).
@@ -82,6 +90,8 @@ struct KernelTable {
   SoftmaxFn softmax;
   WeightedRowsAddFn weighted_rows_add;
   ReduceLanesFn reduce_lanes;
+  ScaledDotsF16Fn scaled_dots_f16;
+  WeightedRowsAddF16Fn weighted_rows_add_f16;
   // row-wise ops
   SiluMulFn silu_mul;
   RopeFn rope;

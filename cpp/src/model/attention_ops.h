@@ -18,6 +18,8 @@ void half_to_float_rows(const uint16_t* src, size_t src_stride, float* dst, int 
 // query's dots are the same bits whatever the other queries of the call (the kernels load each key
 // once for a tile of queries).
 void scaled_dots(const float* const* q, float* const* out, int nq, const float* k, int rows, int n, float scale);
+// The same with k read from F16 rows (n halves apart): the same bits as on the converted rows.
+void scaled_dots(const float* const* q, float* const* out, int nq, const uint16_t* k, int rows, int n, float scale);
 
 // Weighted values are summed in this many partial sums per query, by key index mod kLanes: the
 // lanes of llama.cpp's F16 KQV matmul (tinyBLAS, 16 floats on AVX-512).
@@ -33,6 +35,9 @@ void softmax(float* x, int n, int phase);
 // v hold halves, so each product is exact and every ISA gives the same bits, whatever the other
 // queries of the call.
 void weighted_rows_add(const float* const* w, float* const* partial, int nq, const float* v, int rows, int n,
+                       int lane0);
+// The same with v read from F16 rows (n halves apart): the same bits as on the converted rows.
+void weighted_rows_add(const float* const* w, float* const* partial, int nq, const uint16_t* v, int rows, int n,
                        int lane0);
 
 // out[d] = the 16 partial sums partial[0..16)[d] in _mm512_reduce_add_ps's tree.

@@ -40,6 +40,18 @@ namespace {
 // and store each lane's weighted values more often. The chunking never changes a result bit.
 constexpr int kKeyChunk = 64;
 
+// A block of at most kDirectQueries queries per KV head (a decode's G heads) with heads of at
+// least kDirectHeadDim reads the cache's F16 rows directly: the score and value kernels convert
+// each row once per tile of queries, in registers, instead of writing a converted chunk that fills
+// L1 (64 rows of 128 floats) and reading it back. The same bits either way. Zen 4, 2 threads, one
+// row after 3000 positions, attention alone (bench/attention.py, medians of alternated rounds):
+// forced AVX2 0.90x the time at the 1.5B's shape (G = 6, 128), 0.86x at Gemma-3's (4, 256), 0.76x
+// at G = 2; AVX-512 0.85x (its scores convert a chunk still); but 1.02-1.04x at 64 (the 0.5B,
+// SmolLM2: their chunk of 16 KB stays in L1), and 1.02-1.05x for 8-12 queries. The 1.5B's decode
+// after 3000 tokens: 0.94x on forced AVX2, 0.98x on AVX-512 (after 1000: 0.98x; after 100: 1.00x).
+constexpr int kDirectQueries = 6;
+constexpr int kDirectHeadDim = 128;
+
 // Query rows [i0, i1) (at positions pos0 + i) against one KV head: the G query heads of each row
 // that share it, and all the block's rows, use each cached key and value row converted from F16
 // once (a verify batch of 8 would otherwise stream a long context's cache 8 times), and they are
@@ -84,14 +96,17 @@ void attend_block(const KvCache& kv, int il, const float* q, size_t q_row, int i
   auto q_at = [&](int i, int h) { return q + (size_t)i * q_row + (size_t)(g * G + h) * hd; };
   auto out_at = [&](int i, int h) { return out + (size_t)i * q_row + (size_t)(g * G + h) * hd; };
 
-  // For each chunk of keys [c0, c0 + m) converted from `cache`: the rows that see part of it, in
-  // runs of rows that see the same keys [a, b] (all of the chunk, but for the chunks holding a
-  // row's own position or its window's start). use(i, e, a, b, kv) takes rows [i, e), whose G heads
-  // each are a query of one batched kernel call, with kv = key a's converted row.
+  // For each chunk of keys [c0, c0 + m) of `cache`: the rows that see part of it, in runs of rows
+  // that see the same keys [a, b] (all of the chunk, but for the chunks holding a row's own
+  // position or its window's start). use(i, e, a, b, kv) takes rows [i, e), whose G heads each are
+  // a query of one batched kernel call, with kv = key a's row: converted, or the cache's F16 row
+  // when the block reads it directly (kDirectQueries).
+  const bool direct = (i1 - i0) * G <= kDirectQueries && hd >= kDirectHeadDim && stride == (size_t)hd;
   auto over_chunks = [&](const uint16_t* (KvCache::*cache)(int, int, int) const, auto&& use) {
     for (int c0 = lo; c0 <= hi; c0 += kKeyChunk) {
       const int m = std::min(kKeyChunk, hi - c0 + 1);
-      model::half_to_float_rows((kv.*cache)(il, g, c0), stride, rows, m, hd);
+      const uint16_t* src = (kv.*cache)(il, g, c0);
+      if (!direct) model::half_to_float_rows(src, stride, rows, m, hd);
       auto seen = [&](int i) {
         const int p = pos0 + i;
         return std::pair<int, int>(std::max(c0, first_key(p)), std::min(c0 + m - 1, p));
@@ -100,7 +115,8 @@ void attend_block(const KvCache& kv, int il, const float* q, size_t q_row, int i
         const auto [a, b] = seen(i);
         int e = i + 1;
         while (e < i1 && seen(e) == std::pair<int, int>(a, b)) e++;
-        if (a <= b) use(i, e, a, b, rows + (size_t)(a - c0) * hd);
+        if (a <= b && direct) use(i, e, a, b, src + (size_t)(a - c0) * stride);
+        if (a <= b && !direct) use(i, e, a, b, rows + (size_t)(a - c0) * hd);
         i = e;
       }
     }
@@ -122,7 +138,7 @@ void attend_block(const KvCache& kv, int il, const float* q, size_t q_row, int i
     }
     return nq;
   };
-  over_chunks(&KvCache::k, [&](int i, int e, int a, int b, const float* k) {
+  over_chunks(&KvCache::k, [&](int i, int e, int a, int b, const auto* k) {
     const int nq = gather(
         i, e, a, [&](int r, int h, int) { return q_at(r, h); }, [&](int r, int h, int at) { return scores_at(r, h) + at; });
     model::scaled_dots(in_ptrs.data(), out_ptrs.data(), nq, k, b - a + 1, hd, sh.scale);
@@ -137,7 +153,7 @@ void attend_block(const KvCache& kv, int il, const float* q, size_t q_row, int i
       model::round_to_half(s, nk);
     }
   }
-  over_chunks(&KvCache::v, [&](int i, int e, int a, int b, const float* v) {
+  over_chunks(&KvCache::v, [&](int i, int e, int a, int b, const auto* v) {
     const int nq = gather(
         i, e, a, [&](int r, int h, int at) { return scores_at(r, h) + at; }, [&](int r, int h, int) { return part_at(r, h); });
     model::weighted_rows_add(in_ptrs.data(), out_ptrs.data(), nq, v, b - a + 1, hd, a % model::kLanes);

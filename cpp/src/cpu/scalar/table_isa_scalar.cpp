@@ -1,4 +1,5 @@
 // The scalar kernel table: the reference kernels (cpu/scalar/kernels.h) for every routine.
+#include "cpu/scalar/attention.h"
 #include "cpu/scalar/kernels.h"
 #include "cpu/table_builder.h"
 
@@ -35,6 +36,8 @@ constexpr KernelTable make_table() {
   t.scaled_dots = scalar::scaled_dots;
   t.softmax = scalar::softmax;
   t.weighted_rows_add = scalar::weighted_rows_add;
+  t.scaled_dots_f16 = scaled_dots_converting<scalar::half_to_float_rows, scalar::scaled_dots>;
+  t.weighted_rows_add_f16 = weighted_rows_add_converting<scalar::half_to_float_rows, scalar::weighted_rows_add>;
   t.reduce_lanes = scalar::reduce_lanes;
   t.silu_mul = scalar::silu_mul;
   t.rope = scalar::rope;

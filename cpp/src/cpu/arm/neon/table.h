@@ -40,6 +40,8 @@ constexpr KernelTable make_neon_table(Isa isa) {
   t.scaled_dots = scalar::scaled_dots;
   t.softmax = scalar::softmax;
   t.weighted_rows_add = neon::weighted_rows_add;
+  t.scaled_dots_f16 = scaled_dots_converting<scalar::half_to_float_rows, scalar::scaled_dots>;
+  t.weighted_rows_add_f16 = weighted_rows_add_converting<scalar::half_to_float_rows, neon::weighted_rows_add>;
   t.reduce_lanes = scalar::reduce_lanes;
   t.silu_mul = scalar::silu_mul;
   t.rope = scalar::rope;

@@ -22,6 +22,15 @@ namespace {
 // and 0.80x, 0.96x and 0.97x); the whole forward of one row 0.97-0.99x, of 8 rows 0.99x.
 constexpr int kPrefetchRows = 64;
 
+// 8 floats of a key or value row: loaded, or converted from the cache's F16 in the register. The
+// conversion is exact, so every kernel below gives the same bits from either source; reading F16
+// saves the converted copy where few queries share each row (a decode), converting once per tile
+// of queries instead.
+inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
+inline __m256 load8(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+inline float load1(float x) { return x; }
+inline float load1(uint16_t h) { return half_bits_to_float(h); }
+
 inline void half_to_float_rows(const uint16_t* src, size_t stride, float* dst, int rows, int n) {
   for (int r = 0; r < rows; r++) {
     const uint16_t* s = src + (size_t)r * stride;
@@ -38,30 +47,31 @@ inline void half_to_float_rows(const uint16_t* src, size_t stride, float* dst, i
 
 // Four rows at a time: four independent FMA chains keep the unit busy (one chain waits on each
 // FMA's latency); each row's lanes are summed in the same order as one row alone.
-inline void scaled_dots_one(const float* q, const float* k, int rows, int n, float scale, float* out) {
+template <class T>
+inline void scaled_dots_one(const float* q, const T* k, int rows, int n, float scale, float* out) {
   const int n8 = n / 8 * 8;
   int r = 0;
   for (; r + 4 <= rows; r += 4) {
-    const float* k0 = k + (size_t)r * n;
+    const T* k0 = k + (size_t)r * n;
     __m256 v[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
     for (int i = 0; i < n8; i += 8) {
       const __m256 qi = _mm256_loadu_ps(q + i);
-      for (int t = 0; t < 4; t++) v[t] = _mm256_fmadd_ps(qi, _mm256_loadu_ps(k0 + (size_t)t * n + i), v[t]);
+      for (int t = 0; t < 4; t++) v[t] = _mm256_fmadd_ps(qi, load8(k0 + (size_t)t * n + i), v[t]);
     }
     for (int t = 0; t < 4; t++) {
       alignas(32) float acc[8];
       _mm256_store_ps(acc, v[t]);
-      for (int i = n8; i < n; i++) acc[i & 7] += q[i] * k0[(size_t)t * n + i];
+      for (int i = n8; i < n; i++) acc[i & 7] += q[i] * load1(k0[(size_t)t * n + i]);
       out[r + t] = scale * reduce8(acc);
     }
   }
   for (; r < rows; r++) {
-    const float* kr = k + (size_t)r * n;
+    const T* kr = k + (size_t)r * n;
     __m256 v = _mm256_setzero_ps();
-    for (int i = 0; i < n8; i += 8) v = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), _mm256_loadu_ps(kr + i), v);
+    for (int i = 0; i < n8; i += 8) v = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), load8(kr + i), v);
     alignas(32) float acc[8];
     _mm256_store_ps(acc, v);
-    for (int i = n8; i < n; i++) acc[i & 7] += q[i] * kr[i];
+    for (int i = n8; i < n; i++) acc[i & 7] += q[i] * load1(kr[i]);
     out[r] = scale * reduce8(acc);
   }
 }
@@ -79,9 +89,9 @@ inline __m128 reduce8x4(__m256 v0, __m256 v1, __m256 v2, __m256 v3) {
 
 // Q queries against keys [r, r + 4) (rows n floats apart, n a multiple of 8): each key vector is
 // loaded once for the Q queries. Each dot is scaled_dots_one's FMA chain and tree.
-template <int Q>
-inline void dots_tile(const float* const* q, float* const* out, const float* k, int r, int n, float scale) {
-  const float* k0 = k + (size_t)r * n;
+template <int Q, class T>
+inline void dots_tile(const float* const* q, float* const* out, const T* k, int r, int n, float scale) {
+  const T* k0 = k + (size_t)r * n;
   __m256 v[Q][4];
   for (int j = 0; j < Q; j++) {
     for (int t = 0; t < 4; t++) v[j][t] = _mm256_setzero_ps();
@@ -90,7 +100,7 @@ inline void dots_tile(const float* const* q, float* const* out, const float* k, 
     __m256 qi[Q];
     for (int j = 0; j < Q; j++) qi[j] = _mm256_loadu_ps(q[j] + i);
     for (int t = 0; t < 4; t++) {
-      const __m256 kt = _mm256_loadu_ps(k0 + (size_t)t * n + i);
+      const __m256 kt = load8(k0 + (size_t)t * n + i);
       for (int j = 0; j < Q; j++) v[j][t] = _mm256_fmadd_ps(qi[j], kt, v[j][t]);
     }
   }
@@ -103,10 +113,10 @@ inline void dots_tile(const float* const* q, float* const* out, const float* k, 
 // keys in tiles of 4.
 constexpr int kDotQueries = 3;
 
-inline void scaled_dots(const float* const* q, float* const* out, int nq, const float* k, int rows, int n,
-                        float scale) {
+template <class T>
+inline void scaled_dots(const float* const* q, float* const* out, int nq, const T* k, int rows, int n, float scale) {
   if (n % 8 != 0) {
-    each_query_dots<scaled_dots_one>(q, out, nq, k, rows, n, scale);
+    for (int j = 0; j < nq; j++) scaled_dots_one(q[j], k, rows, n, scale, out[j]);
     return;
   }
   query_key_tiles<kDotQueries>(
@@ -160,34 +170,35 @@ inline void softmax(float* x, int n, int phase) {
 // row's weight is broadcast once for 8C columns, and the lane's partial sums are loaded and stored
 // once per pass, not once per row. Every lane still adds its rows in row order: the same bits as
 // one row at a time.
-template <int C>
-inline void lane_columns(const float* w, const float* v, int r0, int rows, int n, float* o) {
+template <int C, class T>
+inline void lane_columns(const float* w, const T* v, int r0, int rows, int n, float* o) {
   __m256 acc[C];
   for (int t = 0; t < C; t++) acc[t] = _mm256_loadu_ps(o + 8 * t);
   for (int r = r0; r < rows; r += kAttentionLanes) {
     const __m256 wr = _mm256_set1_ps(w[r]);
-    const float* vr = v + (size_t)r * n;
-    for (int t = 0; t < C; t++) acc[t] = _mm256_fmadd_ps(wr, _mm256_loadu_ps(vr + 8 * t), acc[t]);
+    const T* vr = v + (size_t)r * n;
+    for (int t = 0; t < C; t++) acc[t] = _mm256_fmadd_ps(wr, load8(vr + 8 * t), acc[t]);
   }
   for (int t = 0; t < C; t++) _mm256_storeu_ps(o + 8 * t, acc[t]);
 }
 
-inline void weighted_rows_add_one(const float* w, const float* v, int rows, int n, int lane0, float* partial) {
+template <class T>
+inline void weighted_rows_add_one(const float* w, const T* v, int rows, int n, int lane0, float* partial) {
   for (int r0 = 0; r0 < rows && r0 < kAttentionLanes; r0++) {
     float* o = partial + (size_t)((lane0 + r0) % kAttentionLanes) * n;
     int d = 0;
-    for (; d + 64 <= n; d += 64) lane_columns<8>(w, v + d, r0, rows, n, o + d);
-    for (; d + 8 <= n; d += 8) lane_columns<1>(w, v + d, r0, rows, n, o + d);
+    for (; d + 64 <= n; d += 64) lane_columns<8, T>(w, v + d, r0, rows, n, o + d);
+    for (; d + 8 <= n; d += 8) lane_columns<1, T>(w, v + d, r0, rows, n, o + d);
     for (; d < n; d++) {
-      for (int r = r0; r < rows; r += kAttentionLanes) o[d] += w[r] * v[(size_t)r * n + d];
+      for (int r = r0; r < rows; r += kAttentionLanes) o[d] += w[r] * load1(v[(size_t)r * n + d]);
     }
   }
 }
 
 // lane_columns for Q queries and 4 x 8 columns: each row of values is loaded once for the Q queries.
 // o[j] + d: query j's partial sums of the lane at column d. Every sum is lane_columns' chain.
-template <int Q>
-inline void lane_columns_q(const float* const* w, const float* v, int r0, int rows, int n, float* const* o, int d) {
+template <int Q, class T>
+inline void lane_columns_q(const float* const* w, const T* v, int r0, int rows, int n, float* const* o, int d) {
   __m256 acc[Q][4];
   for (int j = 0; j < Q; j++) {
     for (int t = 0; t < 4; t++) acc[j][t] = _mm256_loadu_ps(o[j] + d + 8 * t);
@@ -195,9 +206,9 @@ inline void lane_columns_q(const float* const* w, const float* v, int r0, int ro
   for (int r = r0; r < rows; r += kAttentionLanes) {
     __m256 wr[Q];
     for (int j = 0; j < Q; j++) wr[j] = _mm256_set1_ps(w[j][r]);
-    const float* vr = v + (size_t)r * n + d;
+    const T* vr = v + (size_t)r * n + d;
     for (int t = 0; t < 4; t++) {
-      __m256 vt = _mm256_loadu_ps(vr + 8 * t);
+      __m256 vt = load8(vr + 8 * t);
       __asm__("" : "+x"(vt));  // one load for the Q queries: GCC would fold a load into each FMA
       for (int j = 0; j < Q; j++) acc[j][t] = _mm256_fmadd_ps(wr[j], vt, acc[j][t]);
     }
@@ -212,10 +223,11 @@ constexpr int kAddQueries = 3;
 
 // Query tile by tile, then lane by lane: the chunk's value rows stay in L1 for all the tiles.
 // (Lane by lane first measured 10 % slower for verify(8) at 3000 keys, AVX2 on Zen 4.)
-inline void weighted_rows_add(const float* const* w, float* const* partial, int nq, const float* v, int rows, int n,
+template <class T>
+inline void weighted_rows_add(const float* const* w, float* const* partial, int nq, const T* v, int rows, int n,
                               int lane0) {
   if (n % 32 != 0) {
-    each_query_weighted_add<weighted_rows_add_one>(w, partial, nq, v, rows, n, lane0);
+    for (int j = 0; j < nq; j++) weighted_rows_add_one(w[j], v, rows, n, lane0, partial[j]);
     return;
   }
   for (int j = 0; j < nq; j += kAddQueries) {
@@ -225,7 +237,7 @@ inline void weighted_rows_add(const float* const* w, float* const* partial, int 
       float* o[kAddQueries];
       for (int jj = 0; jj < m; jj++) o[jj] = partial[j + jj] + lane;
       with_rows<1, kAddQueries>(m, [&](auto qc) {
-        for (int d = 0; d < n; d += 32) lane_columns_q<decltype(qc)::value>(w + j, v, r0, rows, n, o, d);
+        for (int d = 0; d < n; d += 32) lane_columns_q<decltype(qc)::value, T>(w + j, v, r0, rows, n, o, d);
       });
     }
   }

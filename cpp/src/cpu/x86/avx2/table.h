@@ -45,9 +45,11 @@ constexpr KernelTable avx2_table(Isa isa) {
   t.half_to_float = x86_half_to_float;
   t.float_to_half = x86_float_to_half;
   t.half_to_float_rows = avx2::half_to_float_rows;
-  t.scaled_dots = avx2::scaled_dots;
+  t.scaled_dots = avx2::scaled_dots<float>;
+  t.scaled_dots_f16 = avx2::scaled_dots<uint16_t>;
   t.softmax = avx2::softmax;
-  t.weighted_rows_add = avx2::weighted_rows_add;
+  t.weighted_rows_add = avx2::weighted_rows_add<float>;
+  t.weighted_rows_add_f16 = avx2::weighted_rows_add<uint16_t>;
   t.reduce_lanes = avx2::reduce_lanes;
   t.silu_mul = avx2::silu_mul;
   t.rope = x86_rope;

@@ -56,8 +56,10 @@ constexpr KernelTable make_table() {
   t.float_to_half = x86_float_to_half;
   t.half_to_float_rows = avx2::half_to_float_rows;  // waits on memory, not on vector width
   t.scaled_dots = avx512::scaled_dots;
+  t.scaled_dots_f16 = scaled_dots_converting<avx2::half_to_float_rows, avx512::scaled_dots>;
   t.softmax = avx512::softmax;
-  t.weighted_rows_add = avx2::weighted_rows_add;
+  t.weighted_rows_add = avx2::weighted_rows_add<float>;
+  t.weighted_rows_add_f16 = avx2::weighted_rows_add<uint16_t>;
   t.reduce_lanes = avx512::reduce_lanes;
   t.silu_mul = avx512::silu_mul;
   t.rope = x86_rope;
