@@ -51,34 +51,37 @@ void each_query_weighted_add(const float* const* w, float* const* partial, int n
 // The F16 entries (kernels.h) of an ISA whose score or value kernel reads converted floats only:
 // 64 rows at a time converted by H into a thread's buffer, then the float kernel F. The same bits,
 // since that is what F computes on.
+template <HalfRowsFn H, class Fn>
+void over_converted_rows(const uint16_t* src, int rows, int n, Fn&& fn) {
+  thread_local std::vector<float> buf;
+  buf.resize((size_t)64 * n);
+  for (int r0 = 0; r0 < rows; r0 += 64) {
+    const int m = rows - r0 < 64 ? rows - r0 : 64;
+    H(src + (size_t)r0 * n, (size_t)n, buf.data(), m, n);
+    fn(buf.data(), r0, m);
+  }
+}
+
 template <HalfRowsFn H, ScaledDotsFn F>
 void scaled_dots_converting(const float* const* q, float* const* out, int nq, const uint16_t* k, int rows, int n,
                             float scale) {
-  thread_local std::vector<float> buf;
   thread_local std::vector<float*> outs;
-  buf.resize((size_t)64 * n);
   outs.resize((size_t)nq);
-  for (int r0 = 0; r0 < rows; r0 += 64) {
-    const int m = rows - r0 < 64 ? rows - r0 : 64;
-    H(k + (size_t)r0 * n, (size_t)n, buf.data(), m, n);
+  over_converted_rows<H>(k, rows, n, [&](const float* kf, int r0, int m) {
     for (int j = 0; j < nq; j++) outs[(size_t)j] = out[j] + r0;
-    F(q, outs.data(), nq, buf.data(), m, n, scale);
-  }
+    F(q, outs.data(), nq, kf, m, n, scale);
+  });
 }
 
 template <HalfRowsFn H, WeightedRowsAddFn F>
 void weighted_rows_add_converting(const float* const* w, float* const* partial, int nq, const uint16_t* v, int rows,
                                   int n, int lane0) {
-  thread_local std::vector<float> buf;
   thread_local std::vector<const float*> ws;
-  buf.resize((size_t)64 * n);
   ws.resize((size_t)nq);
-  for (int r0 = 0; r0 < rows; r0 += 64) {
-    const int m = rows - r0 < 64 ? rows - r0 : 64;
-    H(v + (size_t)r0 * n, (size_t)n, buf.data(), m, n);
+  over_converted_rows<H>(v, rows, n, [&](const float* vf, int r0, int m) {
     for (int j = 0; j < nq; j++) ws[(size_t)j] = w[j] + r0;
-    F(ws.data(), partial, nq, buf.data(), m, n, (lane0 + r0) % kAttentionLanes);
-  }
+    F(ws.data(), partial, nq, vf, m, n, (lane0 + r0) % kAttentionLanes);
+  });
 }
 
 inline float reduce8(const float* acc) {
