@@ -87,7 +87,7 @@ inline __m128 reduce8x4(__m256 v0, __m256 v1, __m256 v2, __m256 v3) {
   return _mm_unpacklo_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
 }
 
-// Q queries against keys [r, r + 4) (rows n floats apart, n a multiple of 8): each key vector is
+// Q queries against keys [r, r + 4) (rows n elements apart, n a multiple of 8): each key vector is
 // loaded once for the Q queries. Each dot is scaled_dots_one's FMA chain and tree.
 template <int Q, class T>
 inline void dots_tile(const float* const* q, float* const* out, const T* k, int r, int n, float scale) {
