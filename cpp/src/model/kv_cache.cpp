@@ -115,8 +115,13 @@ void attend_block(const KvCache& kv, int il, const float* q, size_t q_row, int i
         const auto [a, b] = seen(i);
         int e = i + 1;
         while (e < i1 && seen(e) == std::pair<int, int>(a, b)) e++;
-        if (a <= b && direct) use(i, e, a, b, src + (size_t)(a - c0) * stride);
-        if (a <= b && !direct) use(i, e, a, b, rows + (size_t)(a - c0) * hd);
+        if (a <= b) {
+          if (direct) {
+            use(i, e, a, b, src + (size_t)(a - c0) * stride);
+          } else {
+            use(i, e, a, b, rows + (size_t)(a - c0) * hd);
+          }
+        }
         i = e;
       }
     }

@@ -1,5 +1,6 @@
 // The scalar pieces of attention that the SIMD versions share for their tails: exact half ->
-// float, the fixed 8-lane reduction, the exp of the softmax, the 16-lane reduction tree.
+// float, the fixed 8-lane reduction, the exp of the softmax, the 16-lane reduction tree; and the
+// F16 score and value entries of the ISAs whose kernels read converted floats only.
 // Everything is in an anonymous namespace: each ISA file that includes this keeps its own copy.
 #pragma once
 #include <cstddef>
