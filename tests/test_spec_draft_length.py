@@ -423,3 +423,53 @@ def test_an_idle_drafter_probes_at_the_start_of_each_generation():
     shown = ["".join(map(str, ks)) for ks in per_gen]
     assert per_gen[0][0] > 0, shown  # the first step probes
     assert all(sum(1 for k in ks if k) >= 0.8 * n for ks in per_gen[1:]), shown
+
+
+def test_an_answer_refused_at_its_opening_resumes_in_its_body():
+    """An answer whose opening the drafter misses and whose body it predicts: after 3000 tokens
+    of code, the 0.5B's drafts of the opening of `def merge(` were all refused, and fixed drafts
+    of 3 then kept 89-90 % of the rest (forced AVX2, Zen 4). Here a = 0 for the first 10 steps.
+    The controller goes idle on the
+    opening's evidence; the probe at step 16 of the sequence (kBodyProbeStep) finds the body
+    predictable and drafting comes back for the rest of the answer. Without a sequence begun
+    (no body probe armed), the interval of a probe with its catch-up keeps it idle to the end.
+    (Acceptance 1.0 for a while after the opening: the deterministic spread of drive() would
+    otherwise refuse the first draft token after any stretch at 0.)"""
+    c_v, c_d, n = curve(BATCHED), 0.3 * C1, 96
+
+    def accept(s):
+        return 0.0 if s < 10 else 1.0 if s < 26 else 0.9
+
+    def run(begin):
+        ctl = _core._testing.DraftLength(1, 8)
+        ctl.set_cost_hint(0, 0.3, 64)
+        if begin:
+            ctl.new_sequence()
+        return drive_catching_up(ctl, c_d, c_v, accept, n, cold=1.0)
+
+    ks, per_token = run(True)
+    shown = "".join(map(str, ks))
+    assert ks[9:16] == [0] * 7, shown  # idle on the opening's evidence
+    assert any(ks[16:18]), shown  # the body probe (step 0 is plain: nothing timed yet)
+    assert sum(1 for k in ks[16:] if k) >= 0.8 * len(ks[16:]), shown
+    idle_ks, idle_per_token = run(False)
+    assert sum(1 for k in idle_ks[16:] if k) <= 2, "".join(map(str, idle_ks))
+    assert per_token < 0.85 * idle_per_token
+
+
+@pytest.mark.parametrize("n", [32, 64, 128])
+@pytest.mark.parametrize("share", [0.25, 0.45, 0.7])
+@pytest.mark.parametrize("name,points", [("slow", SLOW), ("flat", FLAT), ("batched", BATCHED)])
+def test_short_generations_in_a_row_stay_within_the_budget(name, points, share, n):
+    """Chat turns one after another with a drafter that never pays (a = 0.3): each sequence's
+    first-step probe and body probe included, speculation costs at most the probe budget (5 %)
+    per token over plain decoding. Refused body probes skip sequences (1, 3, then 7), without
+    which 32-token turns with a drafter at 0.7 of a step cost 14 % more than plain."""
+    c_v, c_d = curve(points), share * C1
+    ctl = _core._testing.DraftLength(1, 8)
+    ctl.set_cost_hint(0, share, 64)
+    spent = []
+    for _ in range(24):
+        ctl.new_sequence()
+        spent.append(drive_catching_up(ctl, c_d, c_v, lambda s: 0.3, n)[1])
+    assert sum(spent[2:]) / len(spent[2:]) <= 1.05 * c_v(1), [round(c / c_v(1), 3) for c in spent]

@@ -123,6 +123,7 @@ int DraftLength::next(int source) {
   if (c_v_[1].c <= 0.0) return 0;
   if (planned_draft_cost(source) < 0.0) return std::min(kmax, 4);
   const bool due = std::exchange(s.probe_due, false);
+  const bool body_probe = s.sequence_steps < kBodyProbeStep && ++s.sequence_steps == kBodyProbeStep;
   const double a = alpha_for_choice(source);
   int best = 0;
   double best_rate = rate_at(source, 0, a);
@@ -150,9 +151,10 @@ int DraftLength::next(int source) {
   }
   if (!s.idle) s.probe_ok = false;
   s.idle = true;
-  if (++s.idle_steps >= probe_interval(source, /*catch_up=*/!due)) {
+  if (++s.idle_steps >= probe_interval(source, /*catch_up=*/!due) || body_probe) {
     s.idle_steps = 0;
     s.probing = true;
+    s.body_probing = body_probe;
     return std::min(kmax, opt_.probe_length);
   }
   return 0;
@@ -205,7 +207,13 @@ void DraftLength::new_sequence() {
   // Idle steps keep counting across sequences: from zero again at each, they would never reach an
   // interval longer than a generation (chat turns of a few hundred tokens). At the new text's first
   // step the drafter has just read the prompt, so a probe there pays no catch-up and is due sooner.
-  for (Source& s : src_) s.failed_probes = 0, s.probe_due = true;
+  for (Source& s : src_) {
+    s.failed_probes = 0;
+    s.probe_due = true;
+    const bool body = s.body_skip == 0;
+    s.body_skip = std::max(0, s.body_skip - 1);
+    s.sequence_steps = body ? 0 : kBodyProbeStep;
+  }
 }
 
 void DraftLength::rescale(double factor) {
@@ -254,8 +262,8 @@ void DraftLength::record_verify(int source, int n_rows, int n_accepted, double s
   const double fade = std::pow(opt_.decay, n_accepted + 1);
   for (Source& t : src_) t.accepted *= fade, t.rejected *= fade;
   Source& s = src_[source];
-  const bool probe = s.probing;
-  s.probing = false;
+  const bool probe = s.probing, body = s.body_probing;
+  s.probing = s.body_probing = false;
   const int n_drafted = n_rows - 1;
   if (n_drafted <= 0) return;
   const bool refused = n_accepted < n_drafted;
@@ -265,6 +273,10 @@ void DraftLength::record_verify(int source, int n_rows, int n_accepted, double s
   if (!refused) s.failed_probes = 0;
   else if (probe) s.failed_probes = std::min(s.failed_probes + 1, kMaxBackoff);
   if (probe) s.probe_ok = !refused;
+  if (body) {
+    s.body_misses = refused ? std::min(s.body_misses + 1, kMaxBodyBackoff) : 0;
+    s.body_skip = (1 << s.body_misses) - 1;
+  }
 }
 
 }  // namespace qd::speculative

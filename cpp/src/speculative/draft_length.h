@@ -14,7 +14,12 @@
 // A refused probe doubles the interval, up to kMaxBackoff doublings, and an acceptance far below
 // the one at which the drafter would pay stretches it as far, across generations too. A fully
 // accepted draft ends the backoff; a new sequence's first step probes at the interval of a probe
-// without a catch-up (the drafter has just read the prompt). Only a fully accepted probe
+// without a catch-up (the drafter has just read the prompt), and a source still idle after
+// kBodyProbeStep steps of a sequence probes once more then, whatever its interval: an answer's
+// opening tokens (a function's name and parameters, a reply's first words) are the least
+// predictable part of it, and evidence from there alone understates what follows. Refused body
+// probes skip sequences (1, 3, then 7 before the next), so a drafter that never pays spends
+// little on them even in short generations. Only a fully accepted probe
 // restarts drafting from k = 0. Acceptance evidence fades with every emitted token, drafted or
 // not, so after an idle stretch a probe's evidence outweighs the old, and drafting resumes as
 // soon as the (optimistic, while evidence is thin) estimate says it pays.
@@ -51,6 +56,8 @@ struct DraftLengthOptions {
 class DraftLength {
  public:
   static constexpr int kMaxBackoff = 2;  // refused probes stretch the interval at most 2^this
+  static constexpr int kBodyProbeStep = 16;  // a sequence's step at which an idle source probes again
+  static constexpr int kMaxBodyBackoff = 3;  // refused body probes skip at most 2^this - 1 sequences
 
   DraftLength(int n_sources, const DraftLengthOptions& opt);
 
@@ -105,6 +112,10 @@ class DraftLength {
     bool probing = false;                   // the last next() returned a probe
     bool probe_ok = false;                  // the last probe since going idle was fully accepted
     bool probe_due = false;                 // a new sequence began: its first step's probe has no catch-up
+    int sequence_steps = kBodyProbeStep;    // next() calls since the sequence began (none began yet: past the body probe)
+    bool body_probing = false;              // the last next() returned a body probe
+    int body_misses = 0;                    // body probes refused since one was fully accepted
+    int body_skip = 0;                      // sequences left without a body probe
     int steps_since_explore = 0;
     bool explore_up = false;                // the next exploration tries best + 1 (else best - 1)
   };
