@@ -4,6 +4,11 @@
     python bench/speculative.py --target smollm2-135m --draft smollm2-135m --drafters ngram,self,model
     python bench/speculative.py --temperature 0.7 --seed 1 --json bench/out/spec.json
     QD_FORCE_ISA=avx2 python bench/speculative.py --drafters model --draft-quant none,q4_0 --draft-head 16384,32768 --reps 3
+    python bench/speculative.py --drafters model --prompts long --reps 3     # a question after 3000 tokens of code
+
+The prompt "long" (not among the defaults) asks for a function after --long-tokens tokens of this
+repository's own Python source, as a chat about a document: the long context a decode and each
+verify attend over, and an answer whose opening is harder to draft than its body.
 
 Draft levers (model and hybrid drafters): --draft-quant (requantize the draft at load),
 --draft-head (output rows the draft scores; 0 = all) and --draft-skip (layers the draft skips,
@@ -43,6 +48,17 @@ PROMPTS = {
 }
 
 
+LONG_QUESTION = "\n\nWrite a function `merge(a, b)` that merges two sorted lists, in the style of the code above."
+
+
+def long_prompt_text(engine: Engine, n_tokens: int) -> str:
+    """This repository's Python sources, cut at n_tokens tokens, then LONG_QUESTION."""
+    root = Path(__file__).resolve().parents[1] / "python" / "quickdraft"
+    source = "\n\n".join(f.read_text() for f in sorted(root.glob("*.py")))
+    ids = engine.tokenize(source, add_special=False)[:n_tokens]
+    return "```python\n" + engine.detokenize(ids) + "\n```" + LONG_QUESTION
+
+
 def chat_prompt(engine: Engine, text: str):
     try:
         return engine.tokenizer.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True)
@@ -73,20 +89,24 @@ def run(args) -> list[dict]:
     """All engines stay loaded and take turns per prompt and repetition, so that a change in
     the machine's load hits every drafter alike; each cell reports its median run."""
     engines = {}
+    prompt_names = args.prompts.split(",")
+    n_ctx = max(args.n_ctx, args.long_tokens + args.max_tokens + 256) if "long" in prompt_names else args.n_ctx
     for drafter in ["none"] + [d for d in args.drafters.split(",") if d and d != "none"]:
         variants = lever_variants(args) if drafter in ("model", "hybrid") else [("", {})]
         for suffix, levers in variants:
-            engines[drafter + suffix] = Engine(args.target, draft=drafter_arg(drafter, args.draft), n_ctx=args.n_ctx,
+            engines[drafter + suffix] = Engine(args.target, draft=drafter_arg(drafter, args.draft), n_ctx=n_ctx,
                                                threads=args.threads, draft_max=args.draft_max, p_min=args.p_min,
                                                adaptive=not args.fixed, **levers)
     kw = dict(max_tokens=args.max_tokens, temperature=args.temperature, seed=args.seed, ignore_eos=True)
     for engine in engines.values():
         engine.generate("Hello", **{**kw, "max_tokens": 4})  # warm-up: page cache, thread pools
+    texts = {name: long_prompt_text(engines["none"], args.long_tokens) if name == "long" else PROMPTS[name]
+             for name in prompt_names}
     runs: dict = {}
     for rep in range(args.reps):
-        for name in args.prompts.split(","):
+        for name in prompt_names:
             for drafter, engine in engines.items():
-                c = engine.generate(chat_prompt(engine, PROMPTS[name]), **kw)
+                c = engine.generate(chat_prompt(engine, texts[name]), **kw)
                 s = c.stats
                 runs.setdefault((name, drafter), []).append(dict(
                     prompt=name, drafter=drafter, tokens=s.generated_tokens, tps=s.tokens_per_second,
@@ -139,7 +159,8 @@ def main(argv=None) -> int:
     p.add_argument("--target", default="qwen2.5-coder-1.5b")
     p.add_argument("--draft", default="qwen2.5-coder-0.5b", help="draft model for the model / hybrid drafters")
     p.add_argument("--drafters", default="ngram,self,model,hybrid")
-    p.add_argument("--prompts", default=",".join(PROMPTS))
+    p.add_argument("--prompts", default=",".join(PROMPTS), help=f"among {', '.join(PROMPTS)} and long")
+    p.add_argument("--long-tokens", type=int, default=3000, help="tokens of source before the long prompt's question")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--n-ctx", type=int, default=1024)
     p.add_argument("--max-tokens", type=int, default=128)
