@@ -49,6 +49,16 @@ constexpr int kKeyChunk = 64;
 // at G = 2; AVX-512 0.85x (its scores convert a chunk still); but 1.02-1.04x at 64 (the 0.5B,
 // SmolLM2: their chunk of 16 KB stays in L1), and 1.02-1.05x for 8-12 queries. The 1.5B's decode
 // after 3000 tokens: 0.94x on forced AVX2, 0.98x on AVX-512 (after 1000: 0.98x; after 100: 1.00x).
+//
+// The value pass reads them directly at any number of queries (heads of kDirectHeadDim or more):
+// its tiles load each value row once per 3 queries, and reading half the bytes from L2 pays for
+// the conversion in registers (the converted chunk of 32 KB, it seems, does not stay in L1 beside
+// the lanes' partial sums). The 1.5B's shape after 3000 positions, attention alone, medians of
+// alternated rounds: forced AVX2 0.94-0.96x the time for 2 and 4 rows, 0.92x for 8 and 16, 0.94x
+// for 8 rows after 500; Gemma-3's shape 0.88x for 8 rows; AVX-512 0.93x and 0.91x for 2 and 8
+// rows. In the model (forced AVX2, after 3000 tokens) a forward of 2 / 4 / 8 rows takes 0.96x /
+// 0.95x / 1.00x the time. Heads of 64 gain nothing: the 0.5B's shape 1.01x for one row and 0.94x
+// for 8, SmolLM2's 1.13x and 1.02x.
 constexpr int kDirectQueries = 6;
 constexpr int kDirectHeadDim = 128;
 
@@ -100,9 +110,11 @@ void attend_block(const KvCache& kv, int il, const float* q, size_t q_row, int i
   // that see the same keys [a, b] (all of the chunk, but for the chunks holding a row's own
   // position or its window's start). use(i, e, a, b, kv) takes rows [i, e), whose G heads each are
   // a query of one batched kernel call, with kv = key a's row: converted, or the cache's F16 row
-  // when the block reads it directly (kDirectQueries).
-  const bool direct = (i1 - i0) * G <= kDirectQueries && hd >= kDirectHeadDim && stride == (size_t)hd;
+  // when the pass reads it directly (kDirectQueries, kDirectHeadDim).
+  const bool direct_values = hd >= kDirectHeadDim && stride == (size_t)hd;
+  const bool direct_keys = direct_values && (i1 - i0) * G <= kDirectQueries;
   auto over_chunks = [&](const uint16_t* (KvCache::*cache)(int, int, int) const, auto&& use) {
+    const bool direct = cache == &KvCache::v ? direct_values : direct_keys;
     for (int c0 = lo; c0 <= hi; c0 += kKeyChunk) {
       const int m = std::min(kKeyChunk, hi - c0 + 1);
       const uint16_t* src = (kv.*cache)(il, g, c0);
