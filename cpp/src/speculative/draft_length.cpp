@@ -207,6 +207,7 @@ void DraftLength::new_sequence() {
   // Idle steps keep counting across sequences: from zero again at each, they would never reach an
   // interval longer than a generation (chat turns of a few hundred tokens). At the new text's first
   // step the drafter has just read the prompt, so a probe there pays no catch-up and is due sooner.
+  // The body probe at step kBodyProbeStep is armed unless refused body probes skip this sequence.
   for (Source& s : src_) {
     s.failed_probes = 0;
     s.probe_due = true;

@@ -87,7 +87,8 @@ class DraftLength {
   int probe_interval(int source, bool catch_up = true) const;
   // A new generation: the text may be more predictable, so the backoff is reset, and at its first
   // step an idle source probes once a probe without catch-up is due (the drafter has just read
-  // the prompt); idle steps count on across generations.
+  // the prompt), and at step kBodyProbeStep once more unless refused body probes skip this
+  // generation; idle steps count on across generations.
   void new_sequence();
   // Expected tokens per second for a draft of k from `source` (< 0 when unknown).
   double rate(int source, int k) const;
