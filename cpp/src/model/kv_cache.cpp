@@ -38,6 +38,7 @@ namespace {
 // Larger chunks leave L1 (at 256 rows a lane's value rows, 8 KB apart, also collide in L1's sets:
 // verify(8) at 3000 keys, AVX2 on Zen 4, spent 20 % more time in the value pass); smaller ones load
 // and store each lane's weighted values more often. The chunking never changes a result bit.
+// A pass that reads the cache's F16 rows directly (below) takes them in the same chunks.
 constexpr int kKeyChunk = 64;
 
 // A block of at most kDirectQueries queries per KV head (a decode's G heads) with heads of at
@@ -63,10 +64,11 @@ constexpr int kDirectQueries = 6;
 constexpr int kDirectHeadDim = 128;
 
 // Query rows [i0, i1) (at positions pos0 + i) against one KV head: the G query heads of each row
-// that share it, and all the block's rows, use each cached key and value row converted from F16
-// once (a verify batch of 8 would otherwise stream a long context's cache 8 times), and they are
-// one batch of queries for the score and value kernels, which load each converted row once per
-// tile of queries. Two passes:
+// that share it, and all the block's rows, read each cached key and value row from memory once (a
+// verify batch of 8 would otherwise stream a long context's cache 8 times), and they are one batch
+// of queries for the score and value kernels, which load each row once per tile of queries:
+// converted from F16 into a chunk buffer, or read as F16 and converted in registers (kDirectQueries,
+// kDirectHeadDim). Two passes:
 // scores and their softmax over each query's visible keys, then the weighted sum of values into 16
 // partial sums by key index mod 16 (in position order within each), reduced by
 // _mm512_reduce_add_ps's tree: llama.cpp's order for its F16 KQV matmul. Each (query, head) sees
