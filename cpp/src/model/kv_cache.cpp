@@ -63,6 +63,16 @@ constexpr int kKeyChunk = 64;
 constexpr int kDirectQueries = 6;
 constexpr int kDirectHeadDim = 128;
 
+// The value pass, reading F16 directly, takes its keys in chunks of this many: each lane's partial
+// sums (key index mod 16) are loaded and stored once per 6 of its rows instead of 4. Larger chunks
+// lose: past 128 a lane's rows (16 rows apart, 4 KiB at heads of 128) outnumber L1's 8 ways. Zen 4,
+// 2 threads, after 3000 positions, attention alone (bench/attention.py's hook, 64 and 96 alternated
+// in one process, medians of 6-8 rounds): the 1.5B's shape on forced AVX2 0.92x the time for 1 and
+// 4 rows, 0.94x for 8 (after 500: 0.96x for 1 and 8); on AVX-512 0.93x for 1 and 2 rows, 0.94x for
+// 8; Gemma-3's shape (heads of 256) on forced AVX2 0.93x for 1 and 8 rows. 112 and 128 measured
+// the same as 96 or up to 1.5 % slower, 192 5 % slower than 64. The same bits at any chunk.
+constexpr int kDirectValueChunk = 96;
+
 // Query rows [i0, i1) (at positions pos0 + i) against one KV head: the G query heads of each row
 // that share it, and all the block's rows, read each cached key and value row from memory once (a
 // verify batch of 8 would otherwise stream a long context's cache 8 times), and they are one batch
@@ -117,8 +127,9 @@ void attend_block(const KvCache& kv, int il, const float* q, size_t q_row, int i
   const bool direct_keys = direct_values && (i1 - i0) * G <= kDirectQueries;
   auto over_chunks = [&](const uint16_t* (KvCache::*cache)(int, int, int) const, auto&& use) {
     const bool direct = cache == &KvCache::v ? direct_values : direct_keys;
-    for (int c0 = lo; c0 <= hi; c0 += kKeyChunk) {
-      const int m = std::min(kKeyChunk, hi - c0 + 1);
+    const int chunk = cache == &KvCache::v && direct ? kDirectValueChunk : kKeyChunk;  // converted: <= kKeyChunk
+    for (int c0 = lo; c0 <= hi; c0 += chunk) {
+      const int m = std::min(chunk, hi - c0 + 1);
       const uint16_t* src = (kv.*cache)(il, g, c0);
       if (!direct) model::half_to_float_rows(src, stride, rows, m, hd);
       auto seen = [&](int i) {
