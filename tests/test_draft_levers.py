@@ -103,6 +103,8 @@ def pair(tmp_path_factory):
     dict(draft_skip=[1]),
     dict(draft_quant="q4_0", draft_skip=[1, 2], draft_head=8),
     dict(draft_quant="q4_0", draft_head=0),
+    dict(draft_window=2),
+    dict(draft_window=None),
 ], ids=lambda d: ",".join(f"{k}={v}" for k, v in d.items()))
 @pytest.mark.parametrize("hybrid", [False, True], ids=["model", "hybrid"])
 def test_speculation_with_levers_equals_plain(pair, levers, hybrid):
@@ -244,3 +246,19 @@ def test_qwen_levers_keep_greedy_output(model_path, isa):
     args = [str(model_path("qwen2.5-coder-1.5b")), str(model_path("qwen2.5-coder-0.5b"))]
     r = subprocess.run([sys.executable, "-c", EXACT_CHECK, *args], env=env, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-3000:]
+
+
+def test_draft_window_bounds_the_draft_models_prompt(pair):
+    """The target drafting for itself from the whole prompt accepts every token; from its last 3
+    tokens it reads 3 of them, and the text stays the target's own."""
+    target, _ = pair
+    kw = dict(n_ctx=128, threads=2, draft_max=4, p_min=0.0, adaptive=False, draft_head=0)
+    whole = Engine(target, draft=target, draft_window=None, **kw).generate(PROMPT, max_tokens=24, temperature=0.0)
+    assert whole.stats.accepted == whole.stats.drafted > 0
+    assert whole.stats.draft_prompt_tokens == whole.stats.prompt_tokens - 1
+    short = Engine(target, draft=target, draft_window=3, **kw).generate(PROMPT, max_tokens=24, temperature=0.0)
+    assert short.tokens == whole.tokens
+    assert short.stats.draft_prompt_tokens == 3 < whole.stats.prompt_tokens - 1
+    for bad in (0, -1, 2**31):
+        with pytest.raises(ValueError, match="draft_window"):
+            Engine(target, draft=target, draft_window=bad, **kw)

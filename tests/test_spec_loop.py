@@ -17,9 +17,11 @@ V = 8
 
 
 def table_engine(target, draft=None, *, pieces=None, stop_ids=(), n_ctx=256, draft_max=4, p_min=0.0, adaptive=False,
-                 ngram_min=1, max_lag=64):
+                 ngram_min=1, max_lag=64, window=None):
     cfg = _core.EngineOptions()
     cfg.draft_max_lag = max_lag
+    if window is not None:
+        cfg.draft_window = window
     cfg.n_ctx, cfg.draft_max, cfg.p_min, cfg.adaptive = n_ctx, draft_max, p_min, adaptive
     cfg.ngram_min, cfg.stop_ids = ngram_min, list(stop_ids)
     return Engine._from_core(_core._testing.engine_from_tables(target, draft, pieces, cfg))
@@ -60,6 +62,31 @@ def test_greedy_speculative_equals_greedy_plain(tables, drafter, penalty):
         assert out.finish_reason == "length"
         if drafter != "none" and not adaptive:
             assert out.stats.drafted > 0
+
+
+@pytest.mark.parametrize("hybrid", [False, True], ids=["model", "hybrid"])
+def test_draft_model_reads_the_end_of_a_long_prompt(tables, hybrid):
+    """draft_window: the draft model's prefill reads only the prompt's last tokens. A table model's
+    logits depend on the last two tokens only, so every window drafts exactly what the whole
+    prompt does, if the window is the prompt's end; the output stays the target's own."""
+    target, near = tables
+    prompt = [int(t) for t in np.random.default_rng(7).integers(0, V, 120)]
+    draft = ("hybrid", near) if hybrid else near
+    want = greedy_table(target, prompt, 40, Params(temperature=0.0))
+    runs = {}
+    for window in (1, 5, 1 << 30):
+        eng = table_engine(target, draft, window=window)
+        out = eng.generate(prompt, max_tokens=40, temperature=0.0)
+        assert out.tokens == want
+        assert out.stats.draft_prompt_tokens == min(window, len(prompt) - 1)
+        runs[window] = (out.stats.drafted, out.stats.accepted)
+        # The next turn extends the text: the draft model reads only what is new to its cache
+        # (the turn's 3 tokens and what it did not draft itself), never more than the window.
+        prompt2 = prompt + out.tokens + [3, 1, 4]
+        out2 = eng.generate(prompt2, max_tokens=20, temperature=0.0)
+        assert out2.tokens == greedy_table(target, prompt2, 20, Params(temperature=0.0))
+        assert 0 < out2.stats.draft_prompt_tokens <= min(window, len(out.tokens) + 3)
+    assert runs[1] == runs[5] == runs[1 << 30] and runs[1][1] > 0
 
 
 @pytest.mark.parametrize("setting", ["greedy", "t1"])

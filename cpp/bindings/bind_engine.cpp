@@ -57,6 +57,7 @@ void register_engine(py::module_& m) {
       .def_readwrite("ngram_min", &O::ngram_min)
       .def_readwrite("ngram_max", &O::ngram_max)
       .def_readwrite("draft_max_lag", &O::draft_max_lag)
+      .def_readwrite("draft_window", &O::draft_window)
       .def_readwrite("draft_head", &O::draft_head)
       .def_readwrite("draft_quant", &O::draft_quant)
       .def_readwrite("draft_skip", &O::draft_skip)

@@ -49,7 +49,7 @@ std::unique_ptr<qd::Engine> engine_from_tables(FloatArray target, py::object dra
                                                const qd::EngineOptions& opt) {
   auto model_drafter = [&](py::handle table) {
     return std::make_unique<ModelDrafter>(table_source(py::cast<FloatArray>(table), opt.n_ctx), "draft",
-                                          opt.draft_max_lag);
+                                          opt.draft_max_lag, -1.0, opt.draft_window);
   };
   std::unique_ptr<Drafter> drafter;
   if (draft.is_none()) {
@@ -81,7 +81,9 @@ class RecordingDrafter : public Drafter {
     d_->propose(history, req, out);
     log.push_back(out->tokens);
   }
-  bool prefill(const std::vector<int32_t>& history, int max_tokens) override { return d_->prefill(history, max_tokens); }
+  bool prefill(const std::vector<int32_t>& history, int max_tokens, int* evaluated) override {
+    return d_->prefill(history, max_tokens, evaluated);
+  }
   std::vector<std::vector<int32_t>> log;
 
  private:

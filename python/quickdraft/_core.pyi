@@ -154,6 +154,7 @@ class EngineOptions:
     ngram_min: int
     ngram_max: int
     draft_max_lag: int
+    draft_window: int
     draft_head: int
     draft_quant: str
     draft_skip: list[int]
@@ -168,6 +169,7 @@ class Stats:
     drafter: str
     prompt_tokens: int
     prompt_tokens_cached: int
+    draft_prompt_tokens: int
     generated_tokens: int
     steps: int
     drafted: int

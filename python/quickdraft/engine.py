@@ -150,7 +150,11 @@ class Engine:
     "auto" (the default): q4_0 for a draft model, which measured faster end to end on every
     prompt on AVX2 and AVX-512 (docs/benchmarks.md, "Draft levers"), except the target's own
     file (a model drafting for itself accepts every token); None or "none": as stored. draft_skip: layers a draft model skips (as "self" skips skip_layers). Both
-    change only the drafts: the target's weights are never touched.
+    change only the drafts: the target's weights are never touched. draft_window: a draft model
+    reads only the last draft_window tokens of a prompt (None: all of it). Its prefill would
+    otherwise cost, before the first token, about a third of the target's own prompt time (a 0.5B
+    draft for a 1.5B target), which a long prompt's answer does not win back; the drafts lose
+    little (docs/benchmarks.md, "The draft model reads the end of a long prompt").
 
     n_ctx: tokens of KV cache (ValueError, with the bytes needed, when it cannot be allocated; a
     warning when it exceeds the target's trained context). threads: None (one per CPU this
@@ -191,6 +195,7 @@ class Engine:
         draft_head: Optional[int] = None,
         draft_quant: Optional[str] = "auto",
         draft_skip: Optional[Sequence[int]] = None,
+        draft_window: Optional[int] = 256,
         mmap: bool = True,
     ):
         opt = _options(n_ctx, draft_max, p_min, adaptive, ngram_min, ngram_max)
@@ -204,6 +209,12 @@ class Engine:
         self._target_path = _model_path(target)
         opt.draft_quant = _draft_quant(draft_quant, kind, opt.draft_path, self._target_path)
         opt.draft_skip = [_checks.int32("draft_skip[]", i) for i in draft_skip or []]
+        if draft_window is not None:
+            opt.draft_window = _checks.int32("draft_window", draft_window)
+            if opt.draft_window < 1:
+                raise ValueError(f"draft_window must be None (the whole prompt) or >= 1, got {draft_window!r}")
+        else:
+            opt.draft_window = 1 << 30  # ModelDrafter::kWholePrompt
         opt.threads = _checks.threads(threads)
         opt.mmap = bool(mmap)
         self._init(_core.Engine(self._target_path, opt))

@@ -64,6 +64,7 @@ struct EngineOptions {
   float p_min = 0.0f;            // a model drafter stops when its top probability falls below (after one token)
   int ngram_min = 2, ngram_max = 4;  // suffix lengths the n-gram drafter matches
   int draft_max_lag = 64;        // a model drafter further behind restarts from the recent tokens
+  int draft_window = 256;        // a draft model reads at most the last draft_window prompt tokens
   // A model drafter's output layer (self too) scores only the first draft_head token ids, the
   // stop ids and the ids in the text. -1: kDefaultDraftHead when the draft vocabulary has at
   // least kDraftHeadMinVocab entries, else all; 0: all. The target always scores every id.
@@ -126,6 +127,7 @@ struct Stats {
   std::string drafter = "none";
   int prompt_tokens = 0;
   int prompt_tokens_cached = 0;  // of the prompt, already in the KV cache from the last call
+  int draft_prompt_tokens = 0;   // of the prompt, evaluated by a draft model (draft_window bounds them)
   int generated_tokens = 0;
   int steps = 0;                 // draft-verify rounds
   int drafted = 0;
@@ -153,6 +155,7 @@ void for_each_stats_field(F&& f) {
   f("drafter", &Stats::drafter);
   f("prompt_tokens", &Stats::prompt_tokens);
   f("prompt_tokens_cached", &Stats::prompt_tokens_cached);
+  f("draft_prompt_tokens", &Stats::draft_prompt_tokens);
   f("generated_tokens", &Stats::generated_tokens);
   f("steps", &Stats::steps);
   f("drafted", &Stats::drafted);

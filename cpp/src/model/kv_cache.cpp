@@ -70,7 +70,7 @@ constexpr int kDirectHeadDim = 128;
 // in one process, medians of 6-8 rounds): the 1.5B's shape on forced AVX2 0.92x the time for 1 and
 // 4 rows, 0.94x for 8 (after 500: 0.96x for 1 and 8); on AVX-512 0.93x for 1 and 2 rows, 0.94x for
 // 8; Gemma-3's shape (heads of 256) on forced AVX2 0.93x for 1 and 8 rows. 112 and 128 measured
-// the same as 96 or up to 1.5 % slower, 192 5 % slower than 64. The same bits at any chunk.
+// within 2.5 % of 96 either way, 192 5 % slower than 64. The same bits at any chunk.
 constexpr int kDirectValueChunk = 96;
 
 // Query rows [i0, i1) (at positions pos0 + i) against one KV head: the G query heads of each row

@@ -49,8 +49,9 @@ class Drafter {
   // evaluates what it did not produce itself.
   virtual void propose(const std::vector<int32_t>& history, const DraftRequest& req, Draft* out) = 0;
   // Prompt processing: evaluates up to max_tokens more of history[:-1] into the drafter's KV
-  // cache (a batched pass, no logits). Returns true when nothing is left to evaluate.
-  virtual bool prefill(const std::vector<int32_t>& history, int max_tokens) { return true; }
+  // cache (a batched pass, no logits), adding their number to *evaluated. Returns true when
+  // nothing is left to evaluate.
+  virtual bool prefill(const std::vector<int32_t>& history, int max_tokens, int* evaluated) { return true; }
 };
 
 }  // namespace qd::speculative

@@ -18,8 +18,8 @@ class HybridDrafter : public Drafter {
   double cost_hint(int source) const override { return source == 1 ? ngram_.cost_hint(0) : model_->cost_hint(0); }
   int max_catch_up(int source) const override { return source == 1 ? 0 : model_->max_catch_up(0); }
   void propose(const std::vector<int32_t>& history, const DraftRequest& req, Draft* out) override;
-  bool prefill(const std::vector<int32_t>& history, int max_tokens) override {
-    return model_->prefill(history, max_tokens);
+  bool prefill(const std::vector<int32_t>& history, int max_tokens, int* evaluated) override {
+    return model_->prefill(history, max_tokens, evaluated);
   }
   ModelDrafter& model() { return *model_; }
   NgramDrafter& ngram() { return ngram_; }

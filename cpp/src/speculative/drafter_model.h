@@ -19,12 +19,17 @@ class ModelDrafter : public Drafter {
   // max_lag: when the drafter is further behind the history than this (after plain steps),
   // it restarts from the last max_lag tokens instead of evaluating them all.
   // cost_hint: a drafted token's expected cost as a share of a target step (< 0 unknown).
-  ModelDrafter(std::unique_ptr<LogitSource> model, std::string name, int max_lag = 64, double cost_hint = -1.0);
+  // window: prefill reads at most the last `window` tokens of a prompt (kWholePrompt: all).
+  static constexpr int kWholePrompt = 1 << 30;
+  ModelDrafter(std::unique_ptr<LogitSource> model, std::string name, int max_lag = 64, double cost_hint = -1.0,
+               int window = kWholePrompt);
   const char* name() const override { return name_.c_str(); }
   double cost_hint(int) const override { return cost_hint_; }
   int max_catch_up(int) const override { return model_->shared_prefix() >= 0 ? 0 : max_lag_; }
   void propose(const std::vector<int32_t>& history, const DraftRequest& req, Draft* out) override;
-  bool prefill(const std::vector<int32_t>& history, int max_tokens) override;
+  // Evaluates up to max_tokens more of the prompt: the last `window` tokens of history[:-1], or
+  // all of them after what the cache already holds when that is no more (a chat's next turn).
+  bool prefill(const std::vector<int32_t>& history, int max_tokens, int* evaluated) override;
 
   LogitSource& model() { return *model_; }
 
@@ -44,6 +49,7 @@ class ModelDrafter : public Drafter {
   std::string name_;
   int max_lag_;
   double cost_hint_;
+  int window_;
   size_t offset_ = 0;            // cached_[i] is history[offset_ + i]
   std::vector<int32_t> cached_;  // tokens in the draft's KV cache, in order
   std::vector<float> logits_;    // [n_vocab]

@@ -37,8 +37,8 @@ class PredictionDrafter : public Drafter {
   // A continuity match: the text has followed the prediction since the last proposal.
   bool draft_in_full() const override { return have_cached_ && cached_.at >= 0 && cached_.continuing; }
   void propose(const std::vector<int32_t>& history, const DraftRequest& req, Draft* out) override;
-  bool prefill(const std::vector<int32_t>& history, int max_tokens) override {
-    return fallback_ ? fallback_->prefill(history, max_tokens) : true;
+  bool prefill(const std::vector<int32_t>& history, int max_tokens, int* evaluated) override {
+    return fallback_ ? fallback_->prefill(history, max_tokens, evaluated) : true;
   }
 
   // The prediction's draft-length source (the fallback's come first).

@@ -121,7 +121,7 @@ bool Generator::prefill_step() {
     kv_tokens_.insert(kv_tokens_.end(), history_.begin() + kv_tokens_.size(), history_.begin() + kv_tokens_.size() + n);
     busy = true;
   } else if (!drafter_ready_) {
-    drafter_ready_ = drafter_->prefill(history_, cfg_.prefill_chunk);
+    drafter_ready_ = drafter_->prefill(history_, cfg_.prefill_chunk, &stats_.draft_prompt_tokens);
     busy = true;
   }
   stats_.time_prompt += now() - t0;
