@@ -155,6 +155,19 @@ def test_run_with_a_requantized_draft(model_path):
 
 
 @pytest.mark.real
+def test_run_with_a_draft_window(model_path):
+    model_path(SMOL)
+    args = ("run", "Count to five.", "--target", SMOL, "--draft", SMOL, "--max-tokens", "16", "--threads", "2")
+    for window in ("3", "all"):
+        r = qd(*args, "--draft-window", window)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.strip() and "accepted" in r.stderr
+    for bad, message in (("0", "draft_window must be"), ("many", "--draft-window takes a token count")):
+        r = qd(*args, "--draft-window", bad)
+        assert r.returncode == 2 and message in r.stderr, r.stderr
+
+
+@pytest.mark.real
 def test_run_compare_prints_speedup(model_path):
     model_path(SMOL)
     r = qd("run", "List the days of the week.", "--target", SMOL, "--draft", "ngram", "--max-tokens", "16", "--compare")

@@ -36,6 +36,24 @@ def _add_model_args(p: argparse.ArgumentParser, draft_default: str | None) -> No
     p.add_argument("--draft-quant", default=None, metavar="TYPE",
                    help="requantize the draft model's wider weight matrices to TYPE at load "
                         "(default: q4_0, measured faster end to end; none: as stored)")
+    p.add_argument("--draft-window", default=None, metavar="N",
+                   help="a draft model reads only the prompt's last N tokens (default 256: a long prompt's "
+                        "draft prefill would cost more than speculation wins back; all: the whole prompt)")
+
+
+def draft_model_kwargs(args, draft) -> dict:
+    """Engine keyword arguments of --draft-quant and --draft-window, for a draft model only."""
+    if draft in (None, "ngram", "self", "mtp"):
+        return {}
+    kw = {}
+    if args.draft_quant:
+        kw["draft_quant"] = args.draft_quant
+    if args.draft_window is not None:
+        try:
+            kw["draft_window"] = None if args.draft_window == "all" else int(args.draft_window)
+        except ValueError:
+            raise ValueError(f"--draft-window takes a token count or 'all', got {args.draft_window!r}") from None
+    return kw
 
 
 def _add_sampling_args(p: argparse.ArgumentParser, temperature: float) -> None:
@@ -72,13 +90,11 @@ def _make_engine(args, draft: str | None = "__args__"):
     target = str(models.resolve(args.target))
     if draft not in (None, "ngram", "self", "mtp"):
         draft = str(models.resolve(draft))
-    print(f"loading {args.target}" + (f" with drafter {args.draft}" if draft else "") + " ...", end="", file=sys.stderr,
-          flush=True)
-    kw = {"n_ctx": args.n_ctx, "threads": args.threads}
+    kw = {"n_ctx": args.n_ctx, "threads": args.threads, **draft_model_kwargs(args, draft)}
     if args.draft_max is not None:
         kw["draft_max"] = args.draft_max
-    if args.draft_quant and draft not in (None, "ngram", "self", "mtp"):
-        kw["draft_quant"] = args.draft_quant
+    print(f"loading {args.target}" + (f" with drafter {args.draft}" if draft else "") + " ...", end="", file=sys.stderr,
+          flush=True)
     with warnings.catch_warnings(record=True) as caught:  # shown after the "loading" line
         warnings.simplefilter("always")
         try:

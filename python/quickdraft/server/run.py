@@ -54,6 +54,7 @@ def main(args) -> int:
         print('quickdraft serve needs the server extra: pip install "quickdraft[server]"', file=sys.stderr)
         return 2
     from .. import models
+    from ..cli import draft_model_kwargs
 
     target = str(models.resolve(args.target))
     draft = args.draft
@@ -61,9 +62,7 @@ def main(args) -> int:
         draft = None
     elif draft not in ("ngram", "self", "mtp"):
         draft = str(models.resolve(draft))
-    kw = {}
-    if args.draft_quant and draft not in (None, "ngram", "self", "mtp"):
-        kw["draft_quant"] = args.draft_quant
+    kw = draft_model_kwargs(args, draft)
     config = ServerConfig(target=target, draft=draft, model_name=args.model_name or model_name(args.target),
                           host=args.host, port=args.port, api_key=args.api_key or os.environ.get("QUICKDRAFT_API_KEY"),
                           queue=args.queue, max_tokens=args.max_tokens, max_body=args.max_body, n_ctx=args.n_ctx,
