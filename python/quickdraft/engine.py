@@ -209,12 +209,10 @@ class Engine:
         self._target_path = _model_path(target)
         opt.draft_quant = _draft_quant(draft_quant, kind, opt.draft_path, self._target_path)
         opt.draft_skip = [_checks.int32("draft_skip[]", i) for i in draft_skip or []]
-        if draft_window is not None:
-            opt.draft_window = _checks.int32("draft_window", draft_window)
-            if opt.draft_window < 1:
-                raise ValueError(f"draft_window must be None (the whole prompt) or >= 1, got {draft_window!r}")
-        else:
-            opt.draft_window = 1 << 30  # ModelDrafter::kWholePrompt
+        window = 0 if draft_window is None else _checks.int32("draft_window", draft_window)  # 0: all
+        if window < 1 and draft_window is not None:
+            raise ValueError(f"draft_window must be None (the whole prompt) or >= 1, got {draft_window!r}")
+        opt.draft_window = window
         opt.threads = _checks.threads(threads)
         opt.mmap = bool(mmap)
         self._init(_core.Engine(self._target_path, opt))

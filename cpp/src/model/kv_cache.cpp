@@ -38,7 +38,8 @@ namespace {
 // Larger chunks leave L1 (at 256 rows a lane's value rows, 8 KB apart, also collide in L1's sets:
 // verify(8) at 3000 keys, AVX2 on Zen 4, spent 20 % more time in the value pass); smaller ones load
 // and store each lane's weighted values more often. The chunking never changes a result bit.
-// A pass that reads the cache's F16 rows directly (below) takes them in the same chunks.
+// A score pass that reads the cache's F16 rows directly (below) takes them in the same chunks, the
+// value pass in chunks of kDirectValueChunk.
 constexpr int kKeyChunk = 64;
 
 // A block of at most kDirectQueries queries per KV head (a decode's G heads) with heads of at

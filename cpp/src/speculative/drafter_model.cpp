@@ -65,15 +65,11 @@ bool ModelDrafter::prefill(const std::vector<int32_t>& history, int max_tokens, 
   // for the verifier; a shorter one only lowers acceptance.
   const size_t want = history.size() - 1;  // the tokens to cache: the last one is fed by a draft
   const size_t start = want > (size_t)window_ ? want - (size_t)window_ : 0;
-  if (model_->shared_prefix() < 0) {
-    if (offset_ > start) reset(start);  // the window begins before the cached text: read it all
-    sync(history);
-    if (want - offset_ - cached_.size() > (size_t)window_) {  // more new text than the window
-      reset(start);
-      sync(history);
-    }
-  } else {
-    sync(history);
+  sync(history);
+  // Restart at the window when the cached text begins after it, or leaves more than the window
+  // to read (a view of the target's cache, shared_prefix() >= 0, holds what it holds).
+  if (model_->shared_prefix() < 0 && (offset_ > start || want - offset_ - cached_.size() > (size_t)window_)) {
+    reset(start);
   }
   const size_t done = offset_ + cached_.size();
   const int todo = (int)(want - done);

@@ -141,8 +141,7 @@ std::unique_ptr<ModelDrafter> context_drafter(std::shared_ptr<const Model> m, co
     if (!skip.empty()) ctx->set_skip_layers(std::move(skip));
   }
   if (head > 0) ctx->set_head_subset(head, opt.stop_ids);
-  // Self-drafting reads the target's own cache: nothing to prefill, no window.
-  const int window = view_of ? ModelDrafter::kWholePrompt : opt.draft_window;
+  const int window = opt.draft_window > 0 ? opt.draft_window : ModelDrafter::kWholePrompt;
   return std::make_unique<ModelDrafter>(std::make_unique<ContextSource>(std::move(ctx)), name, opt.draft_max_lag,
                                         hint, window);
 }
