@@ -473,3 +473,63 @@ def test_short_generations_in_a_row_stay_within_the_budget(name, points, share, 
         ctl.new_sequence()
         spent.append(drive_catching_up(ctl, c_d, c_v, lambda s: 0.3, n)[1])
     assert sum(spent[2:]) / len(spent[2:]) <= 1.05 * c_v(1), [round(c / c_v(1), 3) for c in spent]
+
+
+
+ZEN4_AVX2 = ((1, 2, 4, 8, 16), (1.0, 1.11, 1.37, 2.02, 3.88))  # the 1.5B's verify, forced AVX2 (docs/benchmarks.md)
+
+
+def drive_two_sources(ctl, c_v, costs, accept, steps):
+    """A hybrid drafter's loop: at every step both sources could draft (the n-gram, source 1,
+    is the drafter's own pick), choose() picks one and next() its length. accept(step, source)
+    is that source's acceptance then (spread deterministically), costs[source] its cost per
+    drafted token. Returns each step's (source, length, cost, tokens emitted)."""
+    credit, steps_out = [0.0, 0.0], []
+    for step in range(steps):
+        src = ctl.choose(1, 0)
+        k = ctl.next(src)
+        if k:
+            ctl.record_draft(src, k, costs[src])
+        n = 0
+        while n < k:
+            credit[src] += accept(step, src)
+            if credit[src] < 1.0:
+                break
+            credit[src] -= 1.0
+            n += 1
+        ctl.record_verify(src, k + 1, n, c_v(k + 1))
+        steps_out.append((src, k, k * costs[src] + c_v(k + 1), n + 1))
+    return steps_out
+
+
+def test_hybrid_drafts_from_the_source_that_pays():
+    """A draft model (a quarter of a step a token, 93 % accepted) beside an n-gram lookup
+    (free) whose matches are chance ones (5 % accepted), then a file being copied (97 %), then
+    chance again. choose() settles on the model, on the n-gram within 40 steps of the copy
+    starting, then on the model again within 100 (the n-gram's long run of kept tokens fades
+    first; meanwhile it drafts single tokens). Its tries of the losing n-gram are short and
+    back off: the chance phases keep within 4 % of the model's best rate alone."""
+    c_v, kmax = curve(ZEN4_AVX2), 8
+    costs = (0.26 * C1, 0.001 * C1)
+    phases = (0.05, 0.97, 0.05)  # the n-gram's acceptance, 200 steps each
+
+    def accept(step, src):
+        return 0.93 if src == 0 else phases[min(step // 200, 2)]
+
+    steps = drive_two_sources(_core._testing.DraftLength(2, kmax), c_v, costs, accept, 600)
+    chance, copy, again = steps[40:200], steps[240:400], steps[500:600]
+    for phase, source in ((chance, 0), (copy, 1), (again, 0)):
+        assert sum(s[0] == source for s in phase) >= 0.9 * len(phase), [s[:2] for s in phase]
+    tries = [s[1] for s in chance + again if s[0] == 1]
+    assert tries and max(tries) <= 2, tries  # still tried now and then, at a probe's length
+    best_alone = max(true_rate(0.93, k, costs[0], c_v) for k in range(kmax + 1))
+    for phase in (chance, again):
+        rate = sum(s[3] for s in phase) / sum(s[2] for s in phase)
+        assert rate >= 0.96 * best_alone, rate / best_alone
+    copy_rate = sum(s[3] for s in copy) / sum(s[2] for s in copy)
+    assert copy_rate >= 1.5 * best_alone, copy_rate / best_alone
+
+
+def test_a_source_unknown_keeps_the_drafters_pick():
+    ctl = _core._testing.DraftLength(2, 8)
+    assert ctl.best_rate(0) < 0 and ctl.choose(1, 0) == 1

@@ -240,6 +240,8 @@ void register_testing(py::module_& m) {
       .def("set_cost_hint", &DraftLength::set_cost_hint, py::arg("source"), py::arg("share"),
            py::arg("max_catch_up") = 0)
       .def("alpha", &DraftLength::alpha, py::arg("source") = 0)
+      .def("best_rate", &DraftLength::best_rate, py::arg("source"))
+      .def("choose", &DraftLength::choose, py::arg("preferred"), py::arg("other"))
       .def("verify_cost", &DraftLength::verify_cost, py::arg("n_rows"))
       .def("draft_cost", &DraftLength::draft_cost, py::arg("source") = 0)
       .def("step_cost", &DraftLength::step_cost, py::arg("source") = 0)

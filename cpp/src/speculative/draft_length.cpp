@@ -106,6 +106,29 @@ double DraftLength::alpha_for_choice(int source) const {
 
 double DraftLength::rate(int source, int k) const { return rate_at(source, k, alpha(source)); }
 
+double DraftLength::best_rate(int source) const {
+  // The acceptance as measured: a source drafting rarely keeps its evidence thin as it fades,
+  // and the optimism that shortens a new source's first drafts would keep choosing it.
+  const double a = alpha(source);
+  double best = rate_at(source, 0, a);
+  for (int k = 1; k <= opt_.draft_max && best >= 0.0; k++) best = std::max(best, rate_at(source, k, a));
+  return best;
+}
+
+int DraftLength::choose(int preferred, int other) {
+  const double rp = best_rate(preferred), ro = best_rate(other);
+  if (rp < 0.0 || ro < 0.0) return rp < 0.0 ? preferred : other;  // the unknown one, to learn its cost
+  const int win = ro > rp ? other : preferred, lose = win == other ? preferred : other;
+  Source &w = src_[win], &l = src_[lose];
+  w.passed_over = 0;
+  if (std::exchange(w.explored, false)) w.explore_misses = 0;  // its try turned the comparison
+  if (std::exchange(l.explored, false)) l.explore_misses = std::min(l.explore_misses + 1, kMaxBackoff);
+  if (++l.passed_over < (kSourceExplore << l.explore_misses)) return win;
+  l.passed_over = 0;
+  l.explored = true;
+  return lose;
+}
+
 double DraftLength::rate_at(int source, int k, double a) const {
   const double tokens = (1.0 - std::pow(a, k + 1)) / (1.0 - a);
   const double cv = verify_cost(k + 1);
@@ -115,6 +138,12 @@ double DraftLength::rate_at(int source, int k, double a) const {
 }
 
 int DraftLength::next(int source) {
+  const int k = next_length(source);
+  // choose()'s try of a source it expects to pay less is a short one: a probe's length.
+  return src_[source].explored ? std::min(k, opt_.probe_length) : k;
+}
+
+int DraftLength::next_length(int source) {
   Source& s = src_[source];
   const int kmax = opt_.draft_max;
   if (!opt_.adaptive || kmax == 0) return kmax;

@@ -92,6 +92,18 @@ class DraftLength {
   void new_sequence();
   // Expected tokens per second for a draft of k from `source` (< 0 when unknown).
   double rate(int source, int k) const;
+  // The expected tokens per second of the best length for `source` at its measured acceptance
+  // (plain steps included: never below their rate), < 0 while unknown.
+  double best_rate(int source) const;
+  // Of two sources that could both draft the next step (`preferred` the drafter's own pick),
+  // the one with the higher best_rate; while one is unknown, that one (`preferred` while both
+  // are), so that its costs get measured. The other is still
+  // chosen once in kSourceExplore such calls: unused, its evidence only fades toward the prior,
+  // and a text turning predictable for it (a file being copied) would otherwise go unnoticed.
+  // A try drafts at most a probe's length. A source that still loses after its try has that
+  // interval doubled, up to 2^kMaxBackoff; one that wins after it, reset.
+  int choose(int preferred, int other);
+  static constexpr int kSourceExplore = 8;
 
   const DraftLengthOptions& options() const { return opt_; }
 
@@ -118,8 +130,12 @@ class DraftLength {
     int body_misses = 0;                    // body probes refused since one was fully accepted
     int body_skip = 0;                      // sequences left without a body probe
     int steps_since_explore = 0;
+    int passed_over = 0;                    // choose() calls this source lost since it last won
+    int explore_misses = 0;                 // choose()'s tries of it after which it still lost, in a row
+    bool explored = false;                  // choose() last picked it as the loser, and has not chosen since
     bool explore_up = false;                // the next exploration tries best + 1 (else best - 1)
   };
+  int next_length(int source);  // next() but for choose()'s tries
   void rescale(double factor);
   // One timing of *cost: unless it is the first, rescales every estimate by seconds / estimate
   // (the machine's level, when estimate > 0), then moves the cost toward seconds.

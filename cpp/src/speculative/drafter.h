@@ -22,6 +22,7 @@ struct DraftRequest {
   sampling::Rng* rng = nullptr;              // the generator's, so one seed fixes the whole run
   float p_min = 0.0f;                        // stop when the drafter's top probability falls below (after one token)
   int n_target_vocab = 0;                    // never propose ids >= this
+  int source = 0;                            // the source to draw from: next_source()'s, or its alternative
 };
 
 class Drafter {
@@ -34,6 +35,10 @@ class Drafter {
   virtual const char* source_name(int s) const { return name(); }
   // The source the next proposal for `history` will come from (hybrid: 1 if n-gram matches).
   virtual int next_source(const std::vector<int32_t>& history) { return 0; }
+  // Another source that could propose in place of next_source()'s `source` for the same
+  // history, or -1 (hybrid: the model, when the n-gram matched). The generator drafts from
+  // whichever the draft-length controller expects to yield more tokens per second.
+  virtual int alternative_source(int source) const { return -1; }
   // What one drafted token of `source` is expected to cost as a share of a target decode step,
   // before any timing (the draft-length controller's starting point); < 0 when unknown.
   virtual double cost_hint(int source) const { return -1.0; }
@@ -44,7 +49,7 @@ class Drafter {
   // prediction the text has followed so far), so the step drafts the most it may instead of
   // the length the controller picks from timings (which a load spike can mislead).
   virtual bool draft_in_full() const { return false; }
-  // Proposes up to req.k tokens continuing history (history is never empty). A drafter with
+  // Proposes up to req.k tokens from req.source continuing history (history is never empty). A drafter with
   // a KV cache brings it in line with history first: it drops what the target rejected and
   // evaluates what it did not produce itself.
   virtual void propose(const std::vector<int32_t>& history, const DraftRequest& req, Draft* out) = 0;

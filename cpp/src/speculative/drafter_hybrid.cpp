@@ -12,8 +12,8 @@ HybridDrafter::HybridDrafter(std::unique_ptr<ModelDrafter> model, NgramDrafter n
 int HybridDrafter::next_source(const std::vector<int32_t>& history) { return ngram_.find(history) >= 0 ? 1 : 0; }
 
 void HybridDrafter::propose(const std::vector<int32_t>& history, const DraftRequest& req, Draft* out) {
-  ngram_.propose(history, req, out);
-  if (!out->tokens.empty()) {
+  if (req.source == 1) {
+    ngram_.propose(history, req, out);
     out->source = 1;
     return;
   }

@@ -34,6 +34,7 @@ class PredictionDrafter : public Drafter {
   double cost_hint(int s) const override { return s < source() ? fallback_->cost_hint(s) : 0.0; }
   int max_catch_up(int s) const override { return s < source() ? fallback_->max_catch_up(s) : 0; }
   int next_source(const std::vector<int32_t>& history) override;
+  int alternative_source(int s) const override { return s < source() ? fallback_->alternative_source(s) : -1; }
   // A continuity match: the text has followed the prediction since the last proposal.
   bool draft_in_full() const override { return have_cached_ && cached_.at >= 0 && cached_.continuing; }
   void propose(const std::vector<int32_t>& history, const DraftRequest& req, Draft* out) override;

@@ -140,11 +140,15 @@ void Generator::speculate_step(std::vector<Chunk>* out) {
   if (drafter_) {
     source = drafter_->next_source(history_);
     const bool full = opt_.reproducible || drafter_->draft_in_full();
+    // A choice between sources from timings only where the lengths come from timings too, so
+    // that a reproducible generation's drafts do not depend on the machine's load.
+    const int alt = drafter_->alternative_source(source);
+    if (alt >= 0 && !full && cfg_.draft_length.adaptive) source = length_->choose(source, alt);
     const int wanted = full ? draft_max_ : length_->next(source);
     k = std::min({wanted, draft_max_, room - 1, remaining - 1});
   }
   if (k > 0) {
-    const DraftRequest req{k, &opt_.sampling, &rng_, cfg_.p_min, target_.n_vocab()};
+    const DraftRequest req{k, &opt_.sampling, &rng_, cfg_.p_min, target_.n_vocab(), source};
     drafter_->propose(history_, req, &draft_);
     draft_.source = source;
     const double dt = now() - t_start;
