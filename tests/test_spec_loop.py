@@ -17,13 +17,13 @@ V = 8
 
 
 def table_engine(target, draft=None, *, pieces=None, stop_ids=(), n_ctx=256, draft_max=4, p_min=0.0, adaptive=False,
-                 ngram_min=1, max_lag=64, window=None):
+                 ngram_min=1, ngram_max=4, max_lag=64, window=None):
     cfg = _core.EngineOptions()
     cfg.draft_max_lag = max_lag
     if window is not None:
         cfg.draft_window = window
     cfg.n_ctx, cfg.draft_max, cfg.p_min, cfg.adaptive = n_ctx, draft_max, p_min, adaptive
-    cfg.ngram_min, cfg.stop_ids = ngram_min, list(stop_ids)
+    cfg.ngram_min, cfg.ngram_max, cfg.stop_ids = ngram_min, ngram_max, list(stop_ids)
     return Engine._from_core(_core._testing.engine_from_tables(target, draft, pieces, cfg))
 
 
@@ -68,14 +68,16 @@ def test_greedy_speculative_equals_greedy_plain(tables, drafter, penalty):
 def test_draft_model_reads_the_end_of_a_long_prompt(tables, hybrid):
     """draft_window: the draft model's prefill reads only the prompt's last tokens. A table model's
     logits depend on the last two tokens only, so every window drafts exactly what the whole
-    prompt does, if the window is the prompt's end; the output stays the target's own."""
+    prompt does, if the window is the prompt's end; the output stays the target's own. (The model
+    drafter's lookup over the prompt before its window matches 100-token runs only here: none.)"""
     target, near = tables
     prompt = [int(t) for t in np.random.default_rng(7).integers(0, V, 120)]
     draft = ("hybrid", near) if hybrid else near
     want = greedy_table(target, prompt, 40, Params(temperature=0.0))
     runs = {}
     for window in (1, 5, 1 << 30):
-        eng = table_engine(target, draft, window=window)
+        ngram = {} if hybrid else dict(ngram_min=100, ngram_max=100)
+        eng = table_engine(target, draft, window=window, **ngram)
         out = eng.generate(prompt, max_tokens=40, temperature=0.0)
         assert out.tokens == want
         assert out.stats.draft_prompt_tokens == min(window, len(prompt) - 1)
@@ -87,6 +89,32 @@ def test_draft_model_reads_the_end_of_a_long_prompt(tables, hybrid):
         assert out2.tokens == greedy_table(target, prompt2, 20, Params(temperature=0.0))
         assert 0 < out2.stats.draft_prompt_tokens <= min(window, len(out.tokens) + 3)
     assert runs[1] == runs[5] == runs[1 << 30] and runs[1][1] > 0
+
+
+@pytest.mark.parametrize("adaptive", [False, True], ids=["fixed", "adaptive"])
+def test_a_windowed_draft_model_drafts_the_prompt_it_did_not_read_by_lookup(tables, adaptive):
+    """A draft model that reads only the prompt's end drafts by n-gram lookup where the output
+    repeats the prompt's start (a file being rewritten): its second source, "lookup". The
+    prompt holds the target's own greedy text after two tokens s, then noise, then s again: the
+    output repeats that text, which lies before the window. Greedy output stays the target's."""
+    target, near = tables
+    rng = np.random.default_rng(11)
+    s = [int(t) for t in rng.integers(0, V, 2)]
+    text = greedy_table(target, s, 60, Params(temperature=0.0))
+    prompt = s + text + [int(t) for t in rng.integers(0, V, 30)] + s
+    want = greedy_table(target, prompt, 40, Params(temperature=0.0))
+    assert want[:20] == text[:20]  # the premise: the output repeats the prompt's start
+    out = table_engine(target, near, window=8, adaptive=adaptive, ngram_min=2).generate(prompt, max_tokens=40, temperature=0.0)
+    assert out.tokens == want
+    st = out.stats
+    assert st.source_names == ["draft", "lookup"] and st.draft_prompt_tokens == 8
+    assert st.source_drafted[1] >= 10 and st.source_accepted[1] >= 0.8 * st.source_drafted[1], (st.source_drafted, st.source_accepted)
+    # A window holding the whole prompt leaves the lookup nothing to read, repeats or not.
+    wide = table_engine(target, near, window=200, adaptive=adaptive, ngram_min=2).generate(prompt, max_tokens=40, temperature=0.0)
+    assert wide.tokens == want and wide.stats.source_drafted[1] == 0 and wide.stats.drafted > 0
+    # Reading the whole prompt (window 0), the model has no lookup: it sees the text itself.
+    whole = table_engine(target, near, window=0, adaptive=adaptive, ngram_min=2).generate(prompt, max_tokens=40, temperature=0.0)
+    assert whole.tokens == want and whole.stats.source_names == ["draft"]
 
 
 @pytest.mark.parametrize("setting", ["greedy", "t1"])

@@ -43,8 +43,9 @@ std::unique_ptr<qd::testing::TableSource> table_source(FloatArray t, int n_ctx) 
   return std::make_unique<qd::testing::TableSource>(std::vector<float>(t.data(), t.data() + t.size()), v, n_ctx);
 }
 
-// An engine over table models. draft: None, "ngram", a table (model drafter), or
-// ("hybrid", table); pieces: each token's text, or None for no text.
+// An engine over table models. draft: None, "ngram", a table (model drafter, with the lookup
+// over the prompt before its window when opt.draft_window > 0), or ("hybrid", table); pieces:
+// each token's text, or None for no text.
 std::unique_ptr<qd::Engine> engine_from_tables(FloatArray target, py::object draft, py::object pieces,
                                                const qd::EngineOptions& opt) {
   auto model_drafter = [&](py::handle table) {
@@ -60,7 +61,9 @@ std::unique_ptr<qd::Engine> engine_from_tables(FloatArray target, py::object dra
     drafter = std::make_unique<HybridDrafter>(model_drafter(draft.cast<py::tuple>()[1]),
                                               NgramDrafter(opt.ngram_min, opt.ngram_max));
   } else {
-    drafter = model_drafter(draft);
+    auto model = model_drafter(draft);
+    if (opt.draft_window > 0) model->set_lookup(opt.ngram_min, opt.ngram_max);  // as the engine's own
+    drafter = std::move(model);
   }
   std::unique_ptr<qd::TokenStreamSource> text;
   if (!pieces.is_none()) text = std::make_unique<qd::testing::PieceStreams>(pieces.cast<std::vector<std::string>>());

@@ -37,8 +37,9 @@ def _add_model_args(p: argparse.ArgumentParser, draft_default: str | None) -> No
                    help="requantize the draft model's wider weight matrices to TYPE at load "
                         "(default: q4_0, measured faster end to end; none: as stored)")
     p.add_argument("--draft-window", default=None, metavar="N",
-                   help="a draft model reads only the prompt's last N tokens (default 256: a long prompt's "
-                        "draft prefill would cost more than speculation wins back; all: the whole prompt)")
+                   help="a draft model reads only the prompt's last N tokens, drafting from the rest by lookup "
+                        "(default 256: a long prompt's draft prefill would cost more than speculation wins back; "
+                        "all: the whole prompt)")
 
 
 def draft_model_kwargs(args, draft) -> dict:

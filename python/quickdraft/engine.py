@@ -154,7 +154,10 @@ class Engine:
     reads only the last draft_window tokens of a prompt (None: all of it). Its prefill would
     otherwise cost, before the first token, about a third of the target's own prompt time (a 0.5B
     draft for a 1.5B target), which a long prompt's answer does not win back; the drafts lose
-    little (docs/benchmarks.md, "The draft model reads the end of a long prompt").
+    little (docs/benchmarks.md, "The draft model reads the end of a long prompt"). The prompt
+    before the window is drafted from by n-gram lookup, a second source ("lookup" in
+    Stats.source_names) used where the output repeats it (a file being rewritten) and the
+    controller expects it to pay more than the model.
 
     n_ctx: tokens of KV cache (ValueError, with the bytes needed, when it cannot be allocated; a
     warning when it exceeds the target's trained context). threads: None (one per CPU this

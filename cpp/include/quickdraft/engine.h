@@ -64,7 +64,8 @@ struct EngineOptions {
   float p_min = 0.0f;            // a model drafter stops when its top probability falls below (after one token)
   int ngram_min = 2, ngram_max = 4;  // suffix lengths the n-gram drafter matches
   int draft_max_lag = 64;        // a model drafter further behind restarts from the recent tokens
-  int draft_window = 256;        // a draft model reads at most the last draft_window prompt tokens; 0: all
+  int draft_window = 256;        // a draft model reads at most the last draft_window prompt tokens, and
+                                 // drafts from the rest by lookup (a second source); 0: all
   // A model drafter's output layer (self too) scores only the first draft_head token ids, the
   // stop ids and the ids in the text. -1: kDefaultDraftHead when the draft vocabulary has at
   // least kDraftHeadMinVocab entries, else all; 0: all. The target always scores every id.

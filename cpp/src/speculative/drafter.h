@@ -1,7 +1,8 @@
 // Drafters propose the next few tokens cheaply; the target then checks them in one batch.
 //
 //   NgramDrafter   prompt lookup over the whole context (no model, no extra memory)
-//   ModelDrafter   a small model, or the target itself with layers skipped (self-speculation)
+//   ModelDrafter   a small model (reading a window of a long prompt, drafting from the rest by
+//                  lookup), or the target itself with layers skipped (self-speculation)
 //   HybridDrafter  the n-gram proposal when there is one, the model otherwise
 //   PredictionDrafter  the caller's predicted output where it matches, another drafter elsewhere
 // "No drafter" is plain decoding through the same loop (the generator takes a null Drafter).

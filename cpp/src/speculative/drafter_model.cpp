@@ -100,7 +100,16 @@ int ModelDrafter::catch_up(const std::vector<int32_t>& history, double* seconds)
   return (int)(history.size() - keep);
 }
 
+int ModelDrafter::next_source(const std::vector<int32_t>& history) {
+  return lookup_ && offset_ > 0 && lookup_->find(history, (int)offset_) >= 0 ? 1 : 0;
+}
+
 void ModelDrafter::propose(const std::vector<int32_t>& history, const DraftRequest& req, Draft* out) {
+  if (req.source == 1 && lookup_) {
+    lookup_->propose_before(history, (int)offset_, req, out);
+    out->source = 1;
+    return;
+  }
   out->clear();
   // Room for the drafted tokens we evaluate (all but the last) in the draft's own context.
   const int k = std::min(req.k, model_->n_ctx() - (int)history.size() + 1);

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "speculative/drafter.h"
+#include "speculative/drafter_ngram.h"
 #include "speculative/logit_source.h"
 
 namespace qd::speculative {
@@ -24,8 +25,17 @@ class ModelDrafter : public Drafter {
   ModelDrafter(std::unique_ptr<LogitSource> model, std::string name, int max_lag = 64, double cost_hint = -1.0,
                int window = kWholePrompt);
   const char* name() const override { return name_.c_str(); }
-  double cost_hint(int) const override { return cost_hint_; }
-  int max_catch_up(int) const override { return model_->shared_prefix() >= 0 ? 0 : max_lag_; }
+  // With a lookup (set_lookup), source 1 drafts by n-gram lookup in the text the draft's cache
+  // does not hold: a long prompt's start, before the window (a file the answer rewrites).
+  int n_sources() const override { return lookup_ ? 2 : 1; }
+  const char* source_name(int s) const override { return s == 1 ? "lookup" : name(); }
+  int next_source(const std::vector<int32_t>& history) override;
+  int alternative_source(int s) const override { return s == 1 ? 0 : -1; }
+  double cost_hint(int s) const override { return s == 1 ? 0.0 : cost_hint_; }
+  int max_catch_up(int s) const override { return s == 1 || model_->shared_prefix() >= 0 ? 0 : max_lag_; }
+  // Drafts from source 1 where the text repeats what the draft model did not read (n-grams of
+  // n_min to n_max tokens, as NgramDrafter); for a draft model with a window of its own cache.
+  void set_lookup(int n_min, int n_max) { lookup_ = std::make_unique<NgramDrafter>(n_min, n_max); }
   void propose(const std::vector<int32_t>& history, const DraftRequest& req, Draft* out) override;
   // Evaluates up to max_tokens more of the prompt: the last `window` tokens of history[:-1], or
   // all of them after what the cache already holds when that is no more (a chat's next turn).
@@ -46,6 +56,7 @@ class ModelDrafter : public Drafter {
   void eval_ids(const int32_t* ids, int n, float* logits, bool last_only);
 
   std::unique_ptr<LogitSource> model_;
+  std::unique_ptr<NgramDrafter> lookup_;  // null: no lookup source
   std::string name_;
   int max_lag_;
   double cost_hint_;

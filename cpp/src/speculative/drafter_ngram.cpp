@@ -12,12 +12,12 @@ NgramDrafter::NgramDrafter(int n_min, int n_max) : n_min_(n_min), n_max_(n_max) 
                    std::to_string(n_max));
 }
 
-int NgramDrafter::find(const std::vector<int32_t>& history) const {
+int NgramDrafter::find(const std::vector<int32_t>& history, int before) const {
   const int len = (int)history.size();
   for (int n = std::min(n_max_, len - 1); n >= n_min_; n--) {
     const int32_t* suffix = history.data() + len - n;
     // Most recent earlier occurrence: its continuation is the likeliest to repeat.
-    for (int start = len - n - 1; start >= 0; start--) {
+    for (int start = std::min(len - n - 1, before - n - 1); start >= 0; start--) {
       int j = 0;
       while (j < n && history[start + j] == suffix[j]) j++;
       if (j == n) return start + n;
@@ -27,9 +27,14 @@ int NgramDrafter::find(const std::vector<int32_t>& history) const {
 }
 
 void NgramDrafter::propose(const std::vector<int32_t>& history, const DraftRequest& req, Draft* out) {
+  propose_before(history, kAnywhere, req, out);
+}
+
+void NgramDrafter::propose_before(const std::vector<int32_t>& history, int before, const DraftRequest& req,
+                                  Draft* out) const {
   out->clear();
   if (req.k <= 0) return;
-  const int at = find(history);
+  const int at = find(history, before);
   if (at < 0) return;
   for (int i = at; i < (int)history.size() && (int)out->tokens.size() < req.k; i++) {
     if (history[i] >= req.n_target_vocab) break;
