@@ -8,7 +8,9 @@
 
 The prompt "long" (not among the defaults) asks for a function after --long-tokens tokens of this
 repository's own Python source, as a chat about a document: the long context a decode and each
-verify attend over, and an answer whose opening is harder to draft than its body.
+verify attend over, and an answer whose opening is harder to draft than its body. The prompt
+"edit" (not among the defaults either) asks to rewrite the first --edit-tokens tokens of a file:
+an answer that repeats a prompt mostly outside a draft model's window (draft_window).
 
 Draft levers (model and hybrid drafters): --draft-quant (requantize the draft at load),
 --draft-head (output rows the draft scores; 0 = all) and --draft-skip (layers the draft skips,
@@ -18,7 +20,9 @@ engine, named by the values that differ from the defaults ("model q4_0 h16384 s1
 Prints, per prompt: plain tokens/s, then per drafter its tokens/s, the ratio to plain, the
 acceptance rate, the mean number of draft tokens accepted per round, the mean draft length and
 the draft's time per drafted token (ms, catching up on accepted tokens included), then where the generation's time went (prompt processing apart): draft, verify, sampling and
-other (the loop's own work, emitting, detokenizing: the generation's time less the three).
+other (the loop's own work, emitting, detokenizing: the generation's time less the three), and
+last the time end to end (prompt processing, a draft model's prefill included, and generation)
+with its ratio to plain decoding's (median of each turn's own ratio).
 All engines stay loaded and take turns, so load changes on a shared machine hit each alike;
 with --reps N each cell shows the median of N runs, and "vs plain" the median of N ratios, each
 run against the plain run of its own turn.
@@ -49,6 +53,8 @@ PROMPTS = {
 
 
 LONG_QUESTION = "\n\nWrite a function `merge(a, b)` that merges two sorted lists, in the style of the code above."
+EDIT_REQUEST = ("\n\nRewrite the code above in full, with a one-line comment above each function. Keep everything "
+                "else exactly as it is.")
 
 
 def long_prompt_text(engine: Engine, n_tokens: int) -> str:
@@ -57,6 +63,24 @@ def long_prompt_text(engine: Engine, n_tokens: int) -> str:
     source = "\n\n".join(f.read_text() for f in sorted(root.glob("*.py")))
     ids = engine.tokenize(source, add_special=False)[:n_tokens]
     return "```python\n" + engine.detokenize(ids) + "\n```" + LONG_QUESTION
+
+
+def edit_prompt_text(engine: Engine, n_tokens: int) -> str:
+    """The first n_tokens tokens of this repository's python/quickdraft/chat.py, then EDIT_REQUEST:
+    an answer that rewrites a file, most of it before a draft model's window."""
+    source = (Path(__file__).resolve().parents[1] / "python" / "quickdraft" / "chat.py").read_text()
+    ids = engine.tokenize(source, add_special=False)[:n_tokens]
+    return "```python\n" + engine.detokenize(ids) + "\n```" + EDIT_REQUEST
+
+
+def prompt_text(engine: Engine, name: str, args, rep: int) -> str:
+    """The prompt `name`; long and edit ones begin with the take's number, so that no engine
+    finds one in its prompt cache and the end-to-end column counts every prefill."""
+    if name == "long":
+        return f"(take {rep})\n" + long_prompt_text(engine, args.long_tokens)
+    if name == "edit":
+        return f"(take {rep})\n" + edit_prompt_text(engine, args.edit_tokens)
+    return PROMPTS[name]
 
 
 def chat_prompt(engine: Engine, text: str):
@@ -90,7 +114,10 @@ def run(args) -> list[dict]:
     the machine's load hits every drafter alike; each cell reports its median run."""
     engines = {}
     prompt_names = args.prompts.split(",")
-    n_ctx = max(args.n_ctx, args.long_tokens + args.max_tokens + 256) if "long" in prompt_names else args.n_ctx
+    n_ctx = args.n_ctx
+    for name, n in (("long", args.long_tokens), ("edit", args.edit_tokens)):
+        if name in prompt_names:
+            n_ctx = max(n_ctx, n + args.max_tokens + 256)
     for drafter in ["none"] + [d for d in args.drafters.split(",") if d and d != "none"]:
         variants = lever_variants(args) if drafter in ("model", "hybrid") else [("", {})]
         for suffix, levers in variants:
@@ -100,13 +127,12 @@ def run(args) -> list[dict]:
     kw = dict(max_tokens=args.max_tokens, temperature=args.temperature, seed=args.seed, ignore_eos=True)
     for engine in engines.values():
         engine.generate("Hello", **{**kw, "max_tokens": 4})  # warm-up: page cache, thread pools
-    texts = {name: long_prompt_text(engines["none"], args.long_tokens) if name == "long" else PROMPTS[name]
-             for name in prompt_names}
     runs: dict = {}
     for rep in range(args.reps):
         for name in prompt_names:
+            text = prompt_text(engines["none"], name, args, rep)
             for drafter, engine in engines.items():
-                c = engine.generate(chat_prompt(engine, texts[name]), **kw)
+                c = engine.generate(chat_prompt(engine, text), **kw)
                 s = c.stats
                 runs.setdefault((name, drafter), []).append(dict(
                     prompt=name, drafter=drafter, tokens=s.generated_tokens, tps=s.tokens_per_second,
@@ -114,7 +140,7 @@ def run(args) -> list[dict]:
                     mean_draft=(s.drafted / s.steps if s.steps else 0.0), drafted=s.drafted,
                     draft_ms=(1e3 * s.time_draft / s.drafted if s.drafted else 0.0), text=c.text,
                     time_draft=s.time_draft, time_verify=s.time_verify, time_sampling=s.time_sampling,
-                    time_generate=s.time_generate,
+                    time_generate=s.time_generate, time_total=s.time_prompt + s.time_generate,
                     time_other=max(0.0, s.time_generate - s.time_draft - s.time_verify - s.time_sampling)))
                 print(f"  rep {rep} {drafter:>22} {name:<11} {s.tokens_per_second:7.2f} tok/s  "
                       f"accept {100 * s.acceptance_rate:5.1f} % drafted {s.drafted} lengths {list(s.draft_length_histogram)}", file=sys.stderr, flush=True)
@@ -124,8 +150,10 @@ def run(args) -> list[dict]:
         # shared machine's load), then takes the median: steadier than a ratio of two medians.
         plain = runs[(name, "none")]
         ratios = sorted(r["tps"] / p["tps"] for r, p in zip(cell, plain) if p["tps"] > 0)
+        totals = sorted(p["time_total"] / r["time_total"] for r, p in zip(cell, plain) if r["time_total"] > 0)
         row = sorted(cell, key=lambda r: r["tps"])[len(cell) // 2]
         row["vs_plain"] = ratios[len(ratios) // 2] if ratios else float("nan")
+        row["total_vs_plain"] = totals[len(totals) // 2] if totals else float("nan")
         rows.append(row)
     return rows
 
@@ -145,13 +173,14 @@ def print_table(rows, args) -> None:
     w = max([8] + [len(r["drafter"]) for r in rows])
     print(f"{'prompt':<11} {'drafter':<{w}} {'tok/s':>8} {'vs plain':>9} {'accept':>7} {'acc/round':>9} "
           f"{'draft len':>9} {'ms/draft':>8} {'time':>7} {'draft':>6} {'verify':>6} {'sample':>6} {'other':>6} "
-          f"{'same text':>9}")
+          f"{'same text':>9} {'total':>7} {'vs plain':>8}")
     order = {d: i for i, d in enumerate(dict.fromkeys(r["drafter"] for r in rows))}
     for r in sorted(rows, key=lambda r: (r["prompt"], order[r["drafter"]])):
         print(f"{r['prompt']:<11} {r['drafter']:<{w}} {r['tps']:8.2f} {r['vs_plain']:8.2f}x {100 * r['acceptance']:6.1f}% "
               f"{r['mean_accepted']:9.2f} {r['mean_draft']:9.2f} {r['draft_ms']:8.2f} {r['time_generate']:6.2f}s "
               + " ".join(f"{share(r[key], r['time_generate']):>6}" for key in SHARES)
-              + f" {'yes' if r['text'] == plain_text.get(r['prompt']) else 'NO':>9}")
+              + f" {'yes' if r['text'] == plain_text.get(r['prompt']) else 'NO':>9}"
+              + f" {r['time_total']:6.2f}s {r['total_vs_plain']:7.2f}x")
 
 
 def main(argv=None) -> int:
@@ -159,8 +188,9 @@ def main(argv=None) -> int:
     p.add_argument("--target", default="qwen2.5-coder-1.5b")
     p.add_argument("--draft", default="qwen2.5-coder-0.5b", help="draft model for the model / hybrid drafters")
     p.add_argument("--drafters", default="ngram,self,model,hybrid")
-    p.add_argument("--prompts", default=",".join(PROMPTS), help=f"among {', '.join(PROMPTS)} and long")
+    p.add_argument("--prompts", default=",".join(PROMPTS), help=f"among {', '.join(PROMPTS)}, long and edit")
     p.add_argument("--long-tokens", type=int, default=3000, help="tokens of source before the long prompt's question")
+    p.add_argument("--edit-tokens", type=int, default=600, help="tokens of the file the edit prompt asks to rewrite")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--n-ctx", type=int, default=1024)
     p.add_argument("--max-tokens", type=int, default=128)
