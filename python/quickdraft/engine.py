@@ -134,7 +134,8 @@ class Engine:
     draft: None (plain decoding), "ngram" (prompt lookup), "self" (the target with layers
     skipped; a file with multi-token-prediction layers, qwen35's nextn, drafts with them instead),
     "mtp" (those layers: the model's own MTP head drafts from its hidden states), a draft model
-    (path / key / Model), or ("hybrid", model) for n-gram first.
+    (path / key / Model), or ("hybrid", model): the n-gram lookup over the whole context beside the
+    model, each step drafting from whichever of the two the controller expects to pay more.
     draft_max: the most tokens drafted per step; the actual length adapts to measured costs
     and acceptance (``adaptive=False`` always drafts draft_max). p_min: a model drafter stops
     when its top probability falls below this (from its second token on: the first one's

@@ -97,11 +97,11 @@ class DraftLength {
   double best_rate(int source) const;
   // Of two sources that could both draft the next step (`preferred` the drafter's own pick),
   // the one with the higher best_rate; while one is unknown, that one (`preferred` while both
-  // are), so that its costs get measured. The other is still
-  // chosen once in kSourceExplore such calls: unused, its evidence only fades toward the prior,
-  // and a text turning predictable for it (a file being copied) would otherwise go unnoticed.
-  // A try drafts at most a probe's length. A source that still loses after its try has that
-  // interval doubled, up to 2^kMaxBackoff; one that wins after it, reset.
+  // are), so that its costs get measured. The loser is still tried once in kSourceExplore such
+  // calls: unused, its evidence only fades toward the prior, and a text turning predictable for
+  // it (a file being copied) would otherwise go unnoticed. A try drafts at most a probe's
+  // length. A source that still loses after its try has that interval doubled, up to
+  // 2^kMaxBackoff; one that wins after it, reset.
   int choose(int preferred, int other);
   static constexpr int kSourceExplore = 8;
 

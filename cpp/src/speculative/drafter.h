@@ -3,7 +3,7 @@
 //   NgramDrafter   prompt lookup over the whole context (no model, no extra memory)
 //   ModelDrafter   a small model (reading a window of a long prompt, drafting from the rest by
 //                  lookup), or the target itself with layers skipped (self-speculation)
-//   HybridDrafter  the n-gram proposal when there is one, the model otherwise
+//   HybridDrafter  the n-gram proposal or the model's where there is one, the model's otherwise
 //   PredictionDrafter  the caller's predicted output where it matches, another drafter elsewhere
 // "No drafter" is plain decoding through the same loop (the generator takes a null Drafter).
 #pragma once
@@ -50,9 +50,9 @@ class Drafter {
   // prediction the text has followed so far), so the step drafts the most it may instead of
   // the length the controller picks from timings (which a load spike can mislead).
   virtual bool draft_in_full() const { return false; }
-  // Proposes up to req.k tokens from req.source continuing history (history is never empty). A drafter with
-  // a KV cache brings it in line with history first: it drops what the target rejected and
-  // evaluates what it did not produce itself.
+  // Proposes up to req.k tokens from req.source continuing history (history is never empty).
+  // A drafter with a KV cache brings it in line with history first: it drops what the target
+  // rejected and evaluates what it did not produce itself.
   virtual void propose(const std::vector<int32_t>& history, const DraftRequest& req, Draft* out) = 0;
   // Prompt processing: evaluates up to max_tokens more of history[:-1] into the drafter's KV
   // cache (a batched pass, no logits), adding their number to *evaluated. Returns true when
