@@ -168,6 +168,21 @@ def test_run_with_a_draft_window(model_path):
 
 
 @pytest.mark.real
+def test_run_with_a_hybrid_drafter(model_path):
+    """--draft hybrid:MODEL loads the n-gram lookup beside the model: the run names both sources'
+    engine kind, and an unknown model after the prefix is an error that names it."""
+    model_path(SMOL)
+    args = ("run", "Count to five, twice.", "--target", SMOL, "--max-tokens", "24", "--threads", "2", "--temp", "0")
+    plain = qd(*args, "--draft", "none")
+    r = qd(*args, "--draft", f"hybrid:{SMOL}")
+    assert r.returncode == 0 and plain.returncode == 0, r.stderr
+    assert r.stdout == plain.stdout and "accepted" in r.stderr
+    assert "with drafter hybrid:" in r.stderr
+    bad = qd(*args, "--draft", "hybrid:no-such-model")
+    assert bad.returncode != 0 and "no-such-model" in bad.stderr, bad.stderr
+
+
+@pytest.mark.real
 def test_run_compare_prints_speedup(model_path):
     model_path(SMOL)
     r = qd("run", "List the days of the week.", "--target", SMOL, "--draft", "ngram", "--max-tokens", "16", "--compare")

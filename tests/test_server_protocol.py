@@ -224,3 +224,12 @@ def test_a_model_that_fails_to_load_is_reported():
         assert r.status_code == 500 and "not a GGUF file" in r.json()["error"]
         r = http.post("/v1/completions", json={"model": "m", "prompt": "a"})
         assert r.status_code == 503 and "not a GGUF file" in r.json()["error"]["message"]
+
+
+def test_server_config_names_a_hybrid_drafter():
+    """`quickdraft serve --draft hybrid:MODEL` passes ("hybrid", path): requests may then ask for
+    the hybrid drafter by name, not for "model"."""
+    from quickdraft.server import ServerConfig
+
+    assert ServerConfig(target="t", draft=("hybrid", "d.gguf")).drafter_kind == "hybrid"
+    assert ServerConfig(target="t", draft="d.gguf").drafter_kind == "model"

@@ -29,7 +29,8 @@ def _add_model_args(p: argparse.ArgumentParser, draft_default: str | None) -> No
         pairs = ", ".join(f"{d} for {t}" for t, d in models.KNOWN_PAIRS.items())
         default_help = f"the known draft model of the target ({pairs}), else ngram"
     p.add_argument("--draft", "-d", default=draft_default,
-                   help=f"drafter: a model (path/key/hf://), 'ngram', 'self', 'mtp', or 'none' (default: {default_help})")
+                   help="drafter: a model (path/key/hf://), 'hybrid:MODEL' (n-gram lookup over the whole context "
+                        f"beside the model), 'ngram', 'self', 'mtp', or 'none' (default: {default_help})")
     p.add_argument("--threads", "-t", type=int, default=None, help="CPU threads (default: all cores)")
     p.add_argument("--n-ctx", type=int, default=4096, help="context length in tokens (default 4096)")
     p.add_argument("--draft-max", type=int, default=None, help="most tokens drafted per step")
@@ -40,6 +41,17 @@ def _add_model_args(p: argparse.ArgumentParser, draft_default: str | None) -> No
                    help="a draft model reads only the prompt's last N tokens, drafting from the rest by lookup "
                         "(default 256: a long prompt's draft prefill would cost more than speculation wins back; "
                         "all: the whole prompt)")
+
+
+def resolve_draft(draft):
+    """Engine's draft= for --draft: None, a drafter name, a model's path, or ("hybrid", path)."""
+    if draft in (None, "none"):
+        return None
+    if draft in ("ngram", "self", "mtp"):
+        return draft
+    if draft.startswith("hybrid:"):
+        return "hybrid", str(models.resolve(draft[len("hybrid:"):]))
+    return str(models.resolve(draft))
 
 
 def draft_model_kwargs(args, draft) -> dict:
@@ -85,12 +97,9 @@ def _make_engine(args, draft: str | None = "__args__"):
         if args.draft == "auto":
             args.draft = models.default_draft(args.target)
         draft = args.draft
-    if draft in (None, "none"):
-        draft = None
     t0 = time.perf_counter()
     target = str(models.resolve(args.target))
-    if draft not in (None, "ngram", "self", "mtp"):
-        draft = str(models.resolve(draft))
+    draft = resolve_draft(draft)
     kw = {"n_ctx": args.n_ctx, "threads": args.threads, **draft_model_kwargs(args, draft)}
     if args.draft_max is not None:
         kw["draft_max"] = args.draft_max

@@ -18,7 +18,7 @@ import hmac
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Optional, Union
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -37,7 +37,7 @@ class ServerConfig:
     """What ``quickdraft serve`` was told: the model, the address, and the limits."""
 
     target: str
-    draft: Optional[str] = None        # None, "ngram", "self" or a draft model
+    draft: Union[None, str, tuple] = None  # None, "ngram", "self", "mtp", a draft model or ("hybrid", model)
     model_name: str = ""               # the id clients send as "model" (default: the target's name)
     host: str = "127.0.0.1"
     port: int = 8000
@@ -54,6 +54,8 @@ class ServerConfig:
     def drafter_kind(self) -> str:
         if self.draft in (None, "none"):
             return "none"
+        if isinstance(self.draft, tuple):  # ("hybrid", path)
+            return self.draft[0]
         return self.draft if self.draft in ("ngram", "self", "mtp") else "model"
 
 

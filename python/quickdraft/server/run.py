@@ -54,14 +54,10 @@ def main(args) -> int:
         print('quickdraft serve needs the server extra: pip install "quickdraft[server]"', file=sys.stderr)
         return 2
     from .. import models
-    from ..cli import draft_model_kwargs
+    from ..cli import draft_model_kwargs, resolve_draft
 
     target = str(models.resolve(args.target))
-    draft = args.draft
-    if draft in (None, "none"):
-        draft = None
-    elif draft not in ("ngram", "self", "mtp"):
-        draft = str(models.resolve(draft))
+    draft = resolve_draft(args.draft)
     kw = draft_model_kwargs(args, draft)
     config = ServerConfig(target=target, draft=draft, model_name=args.model_name or model_name(args.target),
                           host=args.host, port=args.port, api_key=args.api_key or os.environ.get("QUICKDRAFT_API_KEY"),
