@@ -533,3 +533,22 @@ def test_hybrid_drafts_from_the_source_that_pays():
 def test_a_source_unknown_keeps_the_drafters_pick():
     ctl = _core._testing.DraftLength(2, 8)
     assert ctl.best_rate(0) < 0 and ctl.choose(1, 0) == 1
+
+
+def test_a_try_caps_only_its_own_step():
+    """choose()'s try of the losing source drafts a probe's length; a later step where that source
+    alone could draft (no n-gram match) plans its own length again."""
+    c_v, kmax = curve(ZEN4_AVX2), 8
+    costs = (0.26 * C1, 0.001 * C1)
+    ctl = _core._testing.DraftLength(2, kmax)
+    drive_two_sources(ctl, c_v, costs, lambda step, src: 0.97, 60)  # the n-gram copies: the model loses
+    for _ in range(64):  # the loser is tried once in 8 to 32 choices
+        if ctl.choose(1, 0) == 0:
+            break
+    else:
+        pytest.fail("the model was never tried")
+    assert ctl.next(0) <= 2  # the try
+    ctl.record_draft(0, 2, costs[0])
+    ctl.record_verify(0, 3, 2, c_v(3))
+    alone = ctl.next(0)
+    assert alone > 2, alone

@@ -50,8 +50,7 @@ std::unique_ptr<qd::Engine> engine_from_tables(FloatArray target, py::object dra
                                                const qd::EngineOptions& opt) {
   auto model_drafter = [&](py::handle table) {
     return std::make_unique<ModelDrafter>(table_source(py::cast<FloatArray>(table), opt.n_ctx), "draft",
-                                          opt.draft_max_lag, -1.0,
-                                          opt.draft_window > 0 ? opt.draft_window : ModelDrafter::kWholePrompt);
+                                          opt.draft_max_lag, -1.0, opt.draft_window);
   };
   std::unique_ptr<Drafter> drafter;
   if (draft.is_none()) {

@@ -125,7 +125,7 @@ int DraftLength::choose(int preferred, int other) {
   if (std::exchange(l.explored, false)) l.explore_misses = std::min(l.explore_misses + 1, kMaxBackoff);
   if (++l.passed_over < (kSourceExplore << l.explore_misses)) return win;
   l.passed_over = 0;
-  l.explored = true;
+  l.explored = l.trying = true;
   return lose;
 }
 
@@ -139,8 +139,9 @@ double DraftLength::rate_at(int source, int k, double a) const {
 
 int DraftLength::next(int source) {
   const int k = next_length(source);
-  // choose()'s try of a source it expects to pay less is a short one: a probe's length.
-  return src_[source].explored ? std::min(k, opt_.probe_length) : k;
+  // choose()'s try of a source it expects to pay less is a short one: a probe's length (that
+  // step only: steps where the source alone could draft are not tries).
+  return std::exchange(src_[source].trying, false) ? std::min(k, opt_.probe_length) : k;
 }
 
 int DraftLength::next_length(int source) {

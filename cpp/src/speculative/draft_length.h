@@ -133,6 +133,7 @@ class DraftLength {
     int passed_over = 0;                    // choose() calls this source lost since it last won
     int explore_misses = 0;                 // choose()'s tries of it after which it still lost, in a row
     bool explored = false;                  // choose() last picked it as the loser, and has not chosen since
+    bool trying = false;                    // ... and its next() is that try, at a probe's length
     bool explore_up = false;                // the next exploration tries best + 1 (else best - 1)
   };
   int next_length(int source);  // next() but for choose()'s tries

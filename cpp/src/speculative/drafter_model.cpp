@@ -13,10 +13,11 @@ double now() { return std::chrono::duration<double>(std::chrono::steady_clock::n
 
 ModelDrafter::ModelDrafter(std::unique_ptr<LogitSource> model, std::string name, int max_lag, double cost_hint,
                            int window)
-    : model_(std::move(model)), name_(std::move(name)), max_lag_(max_lag), cost_hint_(cost_hint), window_(window) {
+    : model_(std::move(model)), name_(std::move(name)), max_lag_(max_lag), cost_hint_(cost_hint),
+      window_(window == 0 ? kWholePrompt : window) {
   if (!model_) throw ArgError("ModelDrafter: no model");
   if (max_lag < 1) throw ArgError("ModelDrafter: max_lag must be >= 1");
-  if (window < 1) throw ArgError("ModelDrafter: window must be >= 1");
+  if (window < 0) throw ArgError("ModelDrafter: window must be >= 0 (0: the whole prompt)");
   logits_.resize(model_->n_vocab());
 }
 

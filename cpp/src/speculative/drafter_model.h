@@ -20,7 +20,7 @@ class ModelDrafter : public Drafter {
   // max_lag: when the drafter is further behind the history than this (after plain steps),
   // it restarts from the last max_lag tokens instead of evaluating them all.
   // cost_hint: a drafted token's expected cost as a share of a target step (< 0 unknown).
-  // window: prefill reads at most the last `window` tokens of a prompt (kWholePrompt: all).
+  // window: prefill reads at most the last `window` tokens of a prompt (0 or kWholePrompt: all).
   static constexpr int kWholePrompt = 1 << 30;
   ModelDrafter(std::unique_ptr<LogitSource> model, std::string name, int max_lag = 64, double cost_hint = -1.0,
                int window = kWholePrompt);

@@ -141,9 +141,8 @@ std::unique_ptr<ModelDrafter> context_drafter(std::shared_ptr<const Model> m, co
     if (!skip.empty()) ctx->set_skip_layers(std::move(skip));
   }
   if (head > 0) ctx->set_head_subset(head, opt.stop_ids);
-  const int window = opt.draft_window > 0 ? opt.draft_window : ModelDrafter::kWholePrompt;
   auto drafter = std::make_unique<ModelDrafter>(std::make_unique<ContextSource>(std::move(ctx)), name,
-                                                opt.draft_max_lag, hint, window);
+                                                opt.draft_max_lag, hint, opt.draft_window);
   // A draft model of its own that reads a window of the prompt drafts by lookup from the rest.
   if (!view_of && opt.draft_window > 0 && opt.drafter == DrafterKind::model)
     drafter->set_lookup(opt.ngram_min, opt.ngram_max);
