@@ -81,7 +81,7 @@ def test_bad_json():
 
 
 def _completion(**stats):
-    base = dict(drafter="none", prompt_tokens=5, prompt_tokens_cached=2, drafted=6, accepted=4, steps=3,
+    base = dict(drafter="none", prompt_tokens=5, prompt_tokens_cached=2, draft_prompt_tokens=3, drafted=6, accepted=4, steps=3,
                 source_names=["ngram", "prediction"], source_drafted=[2, 4], source_accepted=[1, 3],
                 accepted_prediction_tokens=3, rejected_prediction_tokens=1, tokens_per_second=10.0,
                 time_generate=0.5, draft_length_histogram=[1, 0, 3], accepted_histogram=[1, 2, 1])
@@ -108,6 +108,8 @@ def test_usage_and_metrics_text():
     assert 'quickdraft_prediction_tokens_total{verdict="rejected"} 1' in text
     assert 'quickdraft_requests_total{endpoint="/v1/completions",status="200"} 1' in text
     assert 'quickdraft_request_seconds_bucket{le="0.5"} 1' in text and "quickdraft_queue_waiting 2" in text
+    assert "quickdraft_draft_prompt_tokens_total 3" in text
+    assert protocol.speculative(c.stats)["draft_prompt_tokens"] == 3
 
 
 class FakeEngine:

@@ -35,14 +35,20 @@ def server(model_path):
 def test_per_request_drafters_give_the_same_text(server):
     client = server.client()
     msgs = [{"role": "user", "content": "Write a Python function that reverses a string."}]
-    texts, spec = {}, {}
+    texts, spec, prompt_tokens = {}, {}, {}
     for drafter in ("model", "none", "ngram"):
         r = client.chat.completions.create(model=MODEL, messages=msgs, max_tokens=32, temperature=0,
                                            extra_body={"speculative": {"drafter": drafter}})
         texts[drafter], spec[drafter] = r.choices[0].message.content, r.model_extra["speculative"]
+        prompt_tokens[drafter] = r.usage.prompt_tokens
     assert texts["model"] == texts["none"] == texts["ngram"]
     assert spec["model"]["drafter"] == "draft" and spec["model"]["sources"]["draft"]["drafted"] > 0
     assert spec["none"]["drafted"] == 0
+    # The draft model read the prompt (all of it but the last token, which its first draft step
+    # evaluates); the others read none.
+    assert spec["model"]["draft_prompt_tokens"] == prompt_tokens["model"] - 1
+    assert spec["none"]["draft_prompt_tokens"] == spec["ngram"]["draft_prompt_tokens"] == 0
+    assert server.metric("quickdraft_draft_prompt_tokens_total") >= spec["model"]["draft_prompt_tokens"]
     assert server.metric("quickdraft_drafted_tokens_total", source="draft") >= spec["model"]["drafted"]
     assert server.metric("quickdraft_accepted_tokens_total", source="draft") >= spec["model"]["accepted"]
     with pytest.raises(openai.BadRequestError, match="self"):

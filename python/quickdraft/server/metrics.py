@@ -31,7 +31,7 @@ class Metrics:
         self._lock = threading.Lock()
         self._gauges = gauges
         self.requests = defaultdict(int)          # (endpoint, status) -> count
-        self.tokens = defaultdict(int)            # "prompt", "prompt_cached", "completion"
+        self.tokens = defaultdict(int)            # "prompt", "prompt_cached", "draft_prompt", "completion"
         self.generations = defaultdict(int)       # (drafter, finish_reason) -> count
         self.drafted = defaultdict(int)           # source -> tokens
         self.accepted = defaultdict(int)
@@ -59,6 +59,7 @@ class Metrics:
             self.generations[(s.drafter, completion.finish_reason)] += 1
             self.tokens["prompt"] += s.prompt_tokens
             self.tokens["prompt_cached"] += s.prompt_tokens_cached
+            self.tokens["draft_prompt"] += s.draft_prompt_tokens
             self.tokens["completion"] += len(completion.tokens)
             self.time_generate += s.time_generate
             for name, d, a in zip(s.source_names, s.source_drafted, s.source_accepted):
@@ -95,6 +96,9 @@ class Metrics:
             family("quickdraft_prompt_tokens_cached_total", "counter",
                    "Prompt tokens found in the KV cache from the previous request.",
                    [({}, self.tokens["prompt_cached"])])
+            family("quickdraft_draft_prompt_tokens_total", "counter",
+                   "Prompt tokens a draft model evaluated (a draft_window reads the end of a long prompt only).",
+                   [({}, self.tokens["draft_prompt"])])
             family("quickdraft_completion_tokens_total", "counter", "Generated tokens.",
                    [({}, self.tokens["completion"])])
             family("quickdraft_generate_seconds_total", "counter", "Seconds spent generating (after the prompt).",

@@ -328,6 +328,7 @@ def speculative(stats) -> dict:
         "drafted": stats.drafted,
         "accepted": stats.accepted,
         "steps": stats.steps,
+        "draft_prompt_tokens": stats.draft_prompt_tokens,
         "sources": {name: {"drafted": d, "accepted": a}
                     for name, d, a in zip(stats.source_names, stats.source_drafted, stats.source_accepted)},
         "tokens_per_second": round(stats.tokens_per_second, 2),
