@@ -22,7 +22,8 @@ acceptance rate, the mean number of draft tokens accepted per round, the mean dr
 the draft's time per drafted token (ms, catching up on accepted tokens included), then where the generation's time went (prompt processing apart): draft, verify, sampling and
 other (the loop's own work, emitting, detokenizing: the generation's time less the three), and
 last the time end to end (prompt processing, a draft model's prefill included, and generation)
-with its ratio to plain decoding's (median of each turn's own ratio).
+with its ratio to plain decoding's (median of each turn's own ratio), and for a drafter with two
+sources (the hybrid's model and n-gram, a windowed draft model's lookup) each one's kept / drafted.
 All engines stay loaded and take turns, so load changes on a shared machine hit each alike;
 with --reps N each cell shows the median of N runs, and "vs plain" the median of N ratios, each
 run against the plain run of its own turn.
@@ -139,11 +140,13 @@ def run(args) -> list[dict]:
                     acceptance=s.acceptance_rate, mean_accepted=s.mean_accepted_length,
                     mean_draft=(s.drafted / s.steps if s.steps else 0.0), drafted=s.drafted,
                     draft_ms=(1e3 * s.time_draft / s.drafted if s.drafted else 0.0), text=c.text,
+                    sources=sources_text(s),
                     time_draft=s.time_draft, time_verify=s.time_verify, time_sampling=s.time_sampling,
                     time_generate=s.time_generate, time_total=s.time_prompt + s.time_generate,
                     time_other=max(0.0, s.time_generate - s.time_draft - s.time_verify - s.time_sampling)))
                 print(f"  rep {rep} {drafter:>22} {name:<11} {s.tokens_per_second:7.2f} tok/s  "
-                      f"accept {100 * s.acceptance_rate:5.1f} % drafted {s.drafted} lengths {list(s.draft_length_histogram)}", file=sys.stderr, flush=True)
+                      f"accept {100 * s.acceptance_rate:5.1f} % drafted {s.drafted} lengths {list(s.draft_length_histogram)} "
+                      f"kept/drafted {sources_text(s) or '-'}", file=sys.stderr, flush=True)
     rows = []
     for (name, _), cell in runs.items():
         # The ratio to plain pairs each run with the plain run of its own turn (the same phase of a
@@ -156,6 +159,14 @@ def run(args) -> list[dict]:
         row["total_vs_plain"] = totals[len(totals) // 2] if totals else float("nan")
         rows.append(row)
     return rows
+
+
+def sources_text(s) -> str:
+    """Each draft source's kept / drafted tokens ("draft 95/112 ngram 0/7"): which source a
+    drafter with two (the hybrid; a windowed draft model's lookup) drafted from, and how well."""
+    if len(s.source_names) < 2:
+        return ""
+    return " ".join(f"{n} {a}/{d}" for n, d, a in zip(s.source_names, s.source_drafted, s.source_accepted))
 
 
 SHARES = ("time_draft", "time_verify", "time_sampling", "time_other")
@@ -173,14 +184,14 @@ def print_table(rows, args) -> None:
     w = max([8] + [len(r["drafter"]) for r in rows])
     print(f"{'prompt':<11} {'drafter':<{w}} {'tok/s':>8} {'vs plain':>9} {'accept':>7} {'acc/round':>9} "
           f"{'draft len':>9} {'ms/draft':>8} {'time':>7} {'draft':>6} {'verify':>6} {'sample':>6} {'other':>6} "
-          f"{'same text':>9} {'total':>7} {'vs plain':>8}")
+          f"{'same text':>9} {'total':>7} {'vs plain':>8}  by source, kept/drafted")
     order = {d: i for i, d in enumerate(dict.fromkeys(r["drafter"] for r in rows))}
     for r in sorted(rows, key=lambda r: (r["prompt"], order[r["drafter"]])):
         print(f"{r['prompt']:<11} {r['drafter']:<{w}} {r['tps']:8.2f} {r['vs_plain']:8.2f}x {100 * r['acceptance']:6.1f}% "
               f"{r['mean_accepted']:9.2f} {r['mean_draft']:9.2f} {r['draft_ms']:8.2f} {r['time_generate']:6.2f}s "
               + " ".join(f"{share(r[key], r['time_generate']):>6}" for key in SHARES)
               + f" {'yes' if r['text'] == plain_text.get(r['prompt']) else 'NO':>9}"
-              + f" {r['time_total']:6.2f}s {r['total_vs_plain']:7.2f}x")
+              + f" {r['time_total']:6.2f}s {r['total_vs_plain']:7.2f}x  {r['sources']}")
 
 
 def main(argv=None) -> int:
