@@ -57,11 +57,10 @@ std::unique_ptr<qd::Engine> engine_from_tables(FloatArray target, py::object dra
   } else if (py::isinstance<py::str>(draft) && draft.cast<std::string>() == "ngram") {
     drafter = std::make_unique<NgramDrafter>(opt.ngram_min, opt.ngram_max);
   } else if (py::isinstance<py::tuple>(draft)) {
-    drafter = std::make_unique<HybridDrafter>(model_drafter(draft.cast<py::tuple>()[1]),
-                                              NgramDrafter(opt.ngram_min, opt.ngram_max));
+    drafter = std::make_unique<HybridDrafter>(model_drafter(draft.cast<py::tuple>()[1]), NgramDrafter::copies());
   } else {
     auto model = model_drafter(draft);
-    if (opt.draft_window > 0) model->set_lookup(opt.ngram_min, opt.ngram_max);  // as the engine's own
+    if (opt.draft_window > 0) model->set_lookup();  // as the engine's own
     drafter = std::move(model);
   }
   std::unique_ptr<qd::TokenStreamSource> text;
@@ -202,6 +201,15 @@ void register_testing(py::module_& m) {
 
   t.def("engine_from_tables", &engine_from_tables, py::arg("target"), py::arg("draft"), py::arg("pieces"),
         py::arg("options"), "An Engine over [V][V][V] table models.");
+  t.def(
+      "ngram_find",
+      [](const std::vector<int32_t>& history, int n_min, int n_max, int min_run, int before) {
+        return NgramDrafter(n_min, n_max, min_run).find(history, before);
+      },
+      py::arg("history"), py::arg("n_min") = 2, py::arg("n_max") = 4, py::arg("min_run") = 0,
+      py::arg("before") = NgramDrafter::kAnywhere,
+      "Where the n-gram drafter's continuation starts in history, or -1 (NgramDrafter::find).");
+  t.attr("NGRAM_COPY_RUN") = NgramDrafter::kCopyRun;
   t.def("mtp_proposals", &mtp_proposals, py::arg("path"), py::arg("prompt"), py::arg("options"), py::arg("max_tokens"),
         "The MTP drafter's proposal at each step of a greedy generation.");
   t.def("sample_many", &sample_many, py::arg("engine"), py::arg("prompt"), py::arg("options"), py::arg("n"),

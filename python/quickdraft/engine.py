@@ -134,14 +134,16 @@ class Engine:
     draft: None (plain decoding), "ngram" (prompt lookup), "self" (the target with layers
     skipped; a file with multi-token-prediction layers, qwen35's nextn, drafts with them instead),
     "mtp" (those layers: the model's own MTP head drafts from its hidden states), a draft model
-    (path / key / Model), or ("hybrid", model): the n-gram lookup over the whole context beside the
-    model, each step drafting from whichever of the two the controller expects to pay more.
+    (path / key / Model), or ("hybrid", model): a lookup of copies over the whole context beside the
+    model, each step drafting from whichever of the two the controller expects to pay more. A copy
+    is a match of 8 tokens or more: shorter ones in new text are chance, and the model drafts
+    them better (docs/benchmarks.md, "The hybrid's n-gram drafts only copies").
     draft_max: the most tokens drafted per step; the actual length adapts to measured costs
     and acceptance (``adaptive=False`` always drafts draft_max). p_min: a model drafter stops
     when its top probability falls below this (from its second token on: the first one's
     logits are paid for already, and verifying it costs little). skip_layers: the layers "self" skips (default:
     ``quickdraft._core.default_skip_layers(n_layer)``). ngram_min / ngram_max: suffix lengths
-    the n-gram drafter matches. draft_head: a model drafter ("self" too) computes its output layer
+    the "ngram" drafter matches (not the hybrid's copies). draft_head: a model drafter ("self" too) computes its output layer
     only for the first draft_head token ids, the stop tokens and the ids that occur in the text
     (None: 32768 when the draft vocabulary has 65536 tokens or more, else all; 0: all). The
     output is unchanged, only the drafts: the target verifies with its full output layer.
@@ -156,9 +158,9 @@ class Engine:
     otherwise cost, before the first token, about a third of the target's own prompt time (a 0.5B
     draft for a 1.5B target), which a long prompt's answer does not win back; the drafts lose
     little (docs/benchmarks.md, "The draft model reads the end of a long prompt"). The prompt
-    before the window is drafted from by n-gram lookup, a second source ("lookup" in
-    Stats.source_names) used where the output repeats it (a file being rewritten) and the
-    controller expects it to pay more than the model.
+    before the window is drafted from by a lookup of copies (as the hybrid's), a second source
+    ("lookup" in Stats.source_names) used where the output repeats it (a file being rewritten)
+    and the controller expects it to pay more than the model.
 
     n_ctx: tokens of KV cache (ValueError, with the bytes needed, when it cannot be allocated; a
     warning when it exceeds the target's trained context). threads: None (one per CPU this

@@ -23,7 +23,6 @@ Drafter* DrafterChoice::pick(const std::string& name) {
     case DrafterKind::none: return nullptr;
     case DrafterKind::ngram:
       if (auto* own = dynamic_cast<NgramDrafter*>(main_)) return own;
-      if (hybrid) return &hybrid->ngram();
       if (!ngram_) ngram_ = std::make_unique<NgramDrafter>(ngram_min_, ngram_max_);
       return ngram_.get();
     case DrafterKind::model:

@@ -1,8 +1,8 @@
-// The n-gram proposal when the history has a match, the draft model otherwise. Source 0 is the
-// model and source 1 the n-gram lookup, so the draft-length controller learns each separately,
-// and where both could draft it picks the one it expects to pay more (alternative_source): the
-// n-gram's copies in an edited file, the model's drafts of new text whose few matches are
-// chance ones.
+// The n-gram proposal where the history is being copied, the draft model otherwise. Source 0 is
+// the model and source 1 the lookup, which drafts only copies (a match of at least
+// NgramDrafter::kCopyRun tokens; shorter ones in new text are chance, and the model drafts them
+// better). The draft-length controller learns each source separately, and where both could
+// draft it picks the one it expects to pay more (alternative_source).
 #pragma once
 #include <memory>
 
@@ -26,7 +26,6 @@ class HybridDrafter : public Drafter {
     return model_->prefill(history, max_tokens, evaluated);
   }
   ModelDrafter& model() { return *model_; }
-  NgramDrafter& ngram() { return ngram_; }
 
  private:
   std::unique_ptr<ModelDrafter> model_;

@@ -35,7 +35,7 @@ class ModelDrafter : public Drafter {
   int max_catch_up(int s) const override { return s == 1 || model_->shared_prefix() >= 0 ? 0 : max_lag_; }
   // Drafts from source 1 where the text repeats what the draft model did not read (n-grams of
   // n_min to n_max tokens, as NgramDrafter); for a draft model with a window of its own cache.
-  void set_lookup(int n_min, int n_max) { lookup_ = std::make_unique<NgramDrafter>(n_min, n_max); }
+  void set_lookup() { lookup_ = std::make_unique<NgramDrafter>(NgramDrafter::copies()); }
   void propose(const std::vector<int32_t>& history, const DraftRequest& req, Draft* out) override;
   // Evaluates up to max_tokens more of the prompt: the last `window` tokens of history[:-1], or
   // all of them after what the cache already holds when that is no more (a chat's next turn).

@@ -6,13 +6,14 @@
 
 namespace qd::speculative {
 
-NgramDrafter::NgramDrafter(int n_min, int n_max) : n_min_(n_min), n_max_(n_max) {
+NgramDrafter::NgramDrafter(int n_min, int n_max, int min_run) : n_min_(n_min), n_max_(n_max), min_run_(min_run) {
   if (n_min < 1 || n_max < n_min)
     throw ArgError("ngram drafter: need 1 <= ngram_min <= ngram_max, got " + std::to_string(n_min) + ", " +
                    std::to_string(n_max));
 }
 
 int NgramDrafter::find(const std::vector<int32_t>& history, int before) const {
+  if (min_run_ > 0) return find_copy(history, before);
   const int len = (int)history.size();
   for (int n = std::min(n_max_, len - 1); n >= n_min_; n--) {
     const int32_t* suffix = history.data() + len - n;
@@ -24,6 +25,23 @@ int NgramDrafter::find(const std::vector<int32_t>& history, int before) const {
     }
   }
   return -1;
+}
+
+int NgramDrafter::find_copy(const std::vector<int32_t>& history, int before) const {
+  // Past this run a longer one predicts no better; stopping there bounds the scan at
+  // O(len * kEnough) on periodic text, O(len) on most.
+  constexpr int kEnough = 64;
+  const int len = (int)history.size();
+  const int32_t last = len > 0 ? history[len - 1] : 0;
+  int best = -1, best_run = min_run_ - 1;
+  // `at` is where a continuation would start; history[at - 1] must equal the last token.
+  for (int at = std::min(len - 1, before - 1); at >= 1 && best_run < kEnough; at--) {
+    if (history[at - 1] != last) continue;
+    int run = 1;
+    while (run < kEnough && at - 1 - run >= 0 && history[at - 1 - run] == history[len - 1 - run]) run++;
+    if (run > best_run) best = at, best_run = run;
+  }
+  return best;
 }
 
 void NgramDrafter::propose(const std::vector<int32_t>& history, const DraftRequest& req, Draft* out) {

@@ -145,7 +145,7 @@ std::unique_ptr<ModelDrafter> context_drafter(std::shared_ptr<const Model> m, co
                                                 opt.draft_max_lag, hint, opt.draft_window);
   // A draft model of its own that reads a window of the prompt drafts by lookup from the rest.
   if (!view_of && opt.draft_window > 0 && opt.drafter == DrafterKind::model)
-    drafter->set_lookup(opt.ngram_min, opt.ngram_max);
+    drafter->set_lookup();
   return drafter;
 }
 
@@ -212,7 +212,7 @@ Engine::Engine(const std::string& target_path, const EngineOptions& options) : p
       if (opt.drafter == DrafterKind::model) {
         p.drafter = std::move(md);
       } else {
-        p.drafter = std::make_unique<HybridDrafter>(std::move(md), NgramDrafter(opt.ngram_min, opt.ngram_max));
+        p.drafter = std::make_unique<HybridDrafter>(std::move(md), NgramDrafter::copies());
       }
       break;
     }
