@@ -68,6 +68,26 @@ def test_find_matches_the_reference(vocab):
     assert checked["suffix"] > 100 and checked["copy"] > 100  # the cases were not all "no match"
 
 
+@pytest.mark.parametrize("min_run", [0, 8])
+def test_a_proposal_is_no_longer_than_its_match(min_run):
+    """A proposal copies what followed the match, at most k tokens and at most as many as the
+    match's run: a 2-token chance match proposes 2 (its first token is right about half the time
+    in new text, and further ones rarely), a copy proposes all k."""
+    rng = np.random.default_rng(5 + min_run)
+    proposed = []
+    for _ in range(300):
+        h = [int(t) for t in rng.integers(0, 4, int(rng.integers(2, 70)))]
+        if rng.random() < 0.3:
+            h = h + h[: int(rng.integers(1, len(h)))]  # the end copies the start
+        k = int(rng.integers(0, 10))
+        got = T.ngram_propose(h, k, min_run=min_run)
+        at = find_copy(h, min_run, ANYWHERE) if min_run else find_suffix(h, 2, 4, ANYWHERE)
+        want = [] if at < 0 or k == 0 else h[at:at + min(k, run_before(h, at))]
+        assert got == want, (h, k, at)
+        proposed.append(len(got))
+    assert max(proposed) >= 8 and 0 < min(x for x in proposed if x) <= 2  # both kinds occurred
+
+
 def test_copies_skip_chance_matches_and_follow_the_longest_run():
     copy_run = T.NGRAM_COPY_RUN
     source = list(range(100, 100 + 2 * copy_run))  # a passage, later copied

@@ -209,6 +209,20 @@ void register_testing(py::module_& m) {
       py::arg("history"), py::arg("n_min") = 2, py::arg("n_max") = 4, py::arg("min_run") = 0,
       py::arg("before") = NgramDrafter::kAnywhere,
       "Where the n-gram drafter's continuation starts in history, or -1 (NgramDrafter::find).");
+  t.def(
+      "ngram_propose",
+      [](const std::vector<int32_t>& history, int k, int n_min, int n_max, int min_run) {
+        qd::sampling::SamplerParams params;
+        DraftRequest req;
+        req.k = k;
+        req.params = &params;
+        req.n_target_vocab = 1 << 30;
+        Draft out;
+        NgramDrafter(n_min, n_max, min_run).propose(history, req, &out);
+        return out.tokens;
+      },
+      py::arg("history"), py::arg("k"), py::arg("n_min") = 2, py::arg("n_max") = 4, py::arg("min_run") = 0,
+      "The n-gram drafter's proposal of at most k tokens.");
   t.attr("NGRAM_COPY_RUN") = NgramDrafter::kCopyRun;
   t.def("mtp_proposals", &mtp_proposals, py::arg("path"), py::arg("prompt"), py::arg("options"), py::arg("max_tokens"),
         "The MTP drafter's proposal at each step of a greedy generation.");

@@ -5,6 +5,21 @@
 #include "common/error.h"
 
 namespace qd::speculative {
+namespace {
+
+// Past this run a longer one predicts no better; stopping there bounds a scan of copies at
+// O(len * kEnough) on periodic text, O(len) on most.
+constexpr int kEnough = 64;
+
+// How many tokens before `at` match the history's last ones, up to kEnough (at < size).
+int run_before(const std::vector<int32_t>& history, int at) {
+  const int len = (int)history.size();
+  int run = 0;
+  while (run < kEnough && at - 1 - run >= 0 && history[at - 1 - run] == history[len - 1 - run]) run++;
+  return run;
+}
+
+}  // namespace
 
 NgramDrafter::NgramDrafter(int n_min, int n_max, int min_run) : n_min_(n_min), n_max_(n_max), min_run_(min_run) {
   if (n_min < 1 || n_max < n_min)
@@ -28,17 +43,13 @@ int NgramDrafter::find(const std::vector<int32_t>& history, int before) const {
 }
 
 int NgramDrafter::find_copy(const std::vector<int32_t>& history, int before) const {
-  // Past this run a longer one predicts no better; stopping there bounds the scan at
-  // O(len * kEnough) on periodic text, O(len) on most.
-  constexpr int kEnough = 64;
   const int len = (int)history.size();
   const int32_t last = len > 0 ? history[len - 1] : 0;
   int best = -1, best_run = min_run_ - 1;
   // `at` is where a continuation would start; history[at - 1] must equal the last token.
   for (int at = std::min(len - 1, before - 1); at >= 1 && best_run < kEnough; at--) {
     if (history[at - 1] != last) continue;
-    int run = 1;
-    while (run < kEnough && at - 1 - run >= 0 && history[at - 1 - run] == history[len - 1 - run]) run++;
+    const int run = run_before(history, at);
     if (run > best_run) best = at, best_run = run;
   }
   return best;
@@ -54,7 +65,10 @@ void NgramDrafter::propose_before(const std::vector<int32_t>& history, int befor
   if (req.k <= 0) return;
   const int at = find(history, before);
   if (at < 0) return;
-  for (int i = at; i < (int)history.size() && (int)out->tokens.size() < req.k; i++) {
+  // No more tokens than the match is long: a 2-token chance match in new text proposes a right
+  // first token about half the time and rarely more, a copy (a long run) all of them.
+  const int k = std::min(req.k, run_before(history, at));
+  for (int i = at; i < (int)history.size() && (int)out->tokens.size() < k; i++) {
     if (history[i] >= req.n_target_vocab) break;
     out->tokens.push_back(history[i]);
   }
