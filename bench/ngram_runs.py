@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
-sys.path.insert(1, str(Path(__file__).resolve().parent))
+sys.path.append(str(Path(__file__).resolve().parent))  # last: nothing here shadows the standard library
 
 import speculative as sp  # noqa: E402  (bench/speculative.py: its prompts)
 

@@ -33,8 +33,8 @@ class ModelDrafter : public Drafter {
   int alternative_source(int s) const override { return s == 1 ? 0 : -1; }
   double cost_hint(int s) const override { return s == 1 ? 0.0 : cost_hint_; }
   int max_catch_up(int s) const override { return s == 1 || model_->shared_prefix() >= 0 ? 0 : max_lag_; }
-  // Drafts from source 1 where the text repeats what the draft model did not read (n-grams of
-  // n_min to n_max tokens, as NgramDrafter); for a draft model with a window of its own cache.
+  // Drafts from source 1 where the text copies what the draft model did not read (runs of
+  // NgramDrafter::kCopyRun tokens or more); for a draft model with a window of its own cache.
   void set_lookup() { lookup_ = std::make_unique<NgramDrafter>(NgramDrafter::copies()); }
   void propose(const std::vector<int32_t>& history, const DraftRequest& req, Draft* out) override;
   // Evaluates up to max_tokens more of the prompt: the last `window` tokens of history[:-1], or

@@ -8,8 +8,8 @@
 // the history's end for the longest run (at least min_run tokens; the most recent of equals).
 // A lookup beside a draft model uses this mode (copies()). In new text the model drafts better
 // than a match of 2-3 tokens, whose first proposed token was right 47-56 % of the time against
-// 70-90 % from 8 tokens on and 99-100 % in text being copied (the 1.5B's greedy text on 16
-// prompts, docs/benchmarks.md, eleventh session).
+// 72-90 % from 8 tokens on and 99-100 % in text being copied (the 1.5B's greedy text on 15
+// prompts: bench/ngram_runs.py, docs/benchmarks.md, eleventh session).
 #pragma once
 #include "speculative/drafter.h"
 
