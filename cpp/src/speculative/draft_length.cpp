@@ -15,12 +15,22 @@ namespace {
 // at once, a difference in shape only through many measurements.
 constexpr double kLevel = 0.2;
 constexpr double kShape = 0.02;
+// A timing moves no estimate by more than this factor (a first one: from the line through the
+// others): a stall of a few steps (another process, a page fault) must not set a cost's shape.
+constexpr double kSpike = 1.5;
 
-// The shape weight of the n-th measurement of an entry: a running (geometric) mean at first,
-// so that one unlucky early timing does not set the shape for long, then kShape.
-double shape_weight(int* count) {
+// The shape weight of the n-th measurement of an entry, `since` verify passes after its last: a
+// running (geometric) mean at first, so that one unlucky early timing does not set the shape for
+// long, then kShape per pass since the last timing, up to kStale. An entry timed at every pass
+// (the usual draft length) learns at kShape; one timed rarely (c_v(1) while drafting, timed by
+// exploration only) as fast per pass, so that its shape follows the machine's (a plain step gets
+// cheaper against a verify of several rows when memory gets faster, since a verify is bound by
+// the cores) within tens of passes, not hundreds.
+constexpr double kStale = 0.3;
+double shape_weight(int* count, int64_t since) {
   *count += 1;
-  return std::max(kShape, 1.0 / *count);
+  const double stale = std::min(kStale, 1.0 - std::pow(1.0 - kShape, (double)since));
+  return std::max({kShape, 1.0 / *count, stale});
 }
 constexpr double kThinEvidence = 4.0;       // judged draft tokens below which probes come quickly
 constexpr double kFitWeight = 2.0;          // measurements at which an entry counts as much as the line
@@ -257,18 +267,20 @@ void DraftLength::rescale(double factor) {
       if (e->c > 0.0) e->c *= g;
 }
 
-void DraftLength::learn(Cost* cost, double seconds, double estimate) {
+void DraftLength::learn(Cost* cost, double seconds, double estimate, double prediction) {
   if (!(seconds > 0.0)) return;
   if (!cost->seen) {
     cost->seen = true;
     return;
   }
-  if (estimate > 0.0) rescale(seconds / estimate);
+  if (estimate > 0.0) rescale(std::clamp(seconds / estimate, 1.0 / kSpike, kSpike));
   if (cost->c <= 0.0) {
-    cost->c = seconds;
+    cost->c = prediction > 0.0 ? std::clamp(seconds, prediction / kSpike, prediction * kSpike) : seconds;
     cost->n = 1;
+    cost->last = steps_;
   } else {
-    cost->c *= std::pow(seconds / cost->c, shape_weight(&cost->n));
+    cost->c *= std::pow(std::clamp(seconds / cost->c, 1.0 / kSpike, kSpike), shape_weight(&cost->n, steps_ - cost->last));
+    cost->last = steps_;
   }
 }
 
@@ -286,9 +298,13 @@ void DraftLength::record_catch_up(int source, double seconds, int n_tokens) {
 
 void DraftLength::record_verify(int source, int n_rows, int n_accepted, double seconds) {
   if (n_rows < 1) return;
+  steps_++;
   // The level follows entries with a history of their own: an entry's first gap to the line
   // through the others is its shape, not the machine's load.
-  if (n_rows < (int)c_v_.size()) learn(&c_v_[n_rows], seconds, c_v_[n_rows].c > 0.0 ? verify_cost(n_rows) : -1.0);
+  if (n_rows < (int)c_v_.size()) {
+    const bool timed = c_v_[n_rows].c > 0.0;
+    learn(&c_v_[n_rows], seconds, timed ? verify_cost(n_rows) : -1.0, timed ? -1.0 : verify_cost(n_rows));
+  }
   // The text moves on by the kept tokens and the target's own one, drafted or not.
   const double fade = std::pow(opt_.decay, n_accepted + 1);
   for (Source& t : src_) t.accepted *= fade, t.rejected *= fade;

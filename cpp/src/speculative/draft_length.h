@@ -34,9 +34,15 @@
 // mapped weights, scratch buffers growing), not the steady cost. Timings on a shared machine
 // drift with its load, so every measurement rescales all cost estimates together (the level
 // follows the machine quickly) and moves the measured one alone only slowly (the shape
-// c_v(n) / c_v(1), c_d / c_v is learned over many measurements).
+// c_v(n) / c_v(1), c_d / c_v is learned over many measurements): by a share per verify pass since
+// that cost was last timed, so that one timed rarely (a plain step while drafting) follows a
+// change of shape in a few timings. The shape does change with the machine: a verify of several
+// rows is bound by the cores, a plain step and a draft step by memory. No timing moves an
+// estimate by more than a factor kSpike, so a stall of a few steps cannot set a shape (the cost of
+// a length then looks too dear for the length ever to be tried, and timed, again).
 #pragma once
 #include <algorithm>
+#include <cstdint>
 #include <vector>
 
 namespace qd::speculative {
@@ -112,6 +118,7 @@ class DraftLength {
     double c = -1.0;     // seconds, < 0 unknown
     int n = 0;           // timings learned
     bool seen = false;   // the first timing came (and was dropped)
+    int64_t last = 0;    // steps_ at its last timing
   };
   struct Source {
     double accepted = 0.0, rejected = 0.0;  // decayed counts of kept / refused draft tokens
@@ -139,8 +146,10 @@ class DraftLength {
   int next_length(int source);  // next() but for choose()'s tries
   void rescale(double factor);
   // One timing of *cost: unless it is the first, rescales every estimate by seconds / estimate
-  // (the machine's level, when estimate > 0), then moves the cost toward seconds.
-  void learn(Cost* cost, double seconds, double estimate);
+  // (the machine's level, when estimate > 0), then moves the cost toward seconds; each factor
+  // within kSpike. A cost timed for the first time (that counts) is set to seconds, within
+  // kSpike of `prediction` where that is known (> 0).
+  void learn(Cost* cost, double seconds, double estimate, double prediction = -1.0);
   // The acceptance next() plans with: alpha() plus a bonus that fades as evidence accumulates.
   double alpha_for_choice(int source) const;
   double rate_at(int source, int k, double a) const;
@@ -155,6 +164,7 @@ class DraftLength {
   DraftLengthOptions opt_;
   std::vector<Source> src_;
   std::vector<Cost> c_v_;  // [draft_max + 2] verify seconds by rows
+  int64_t steps_ = 0;      // verify passes recorded
 };
 
 }  // namespace qd::speculative
