@@ -20,6 +20,19 @@ def best_k(alpha, c_d, c_v, kmax, c_s=None):
     return max(range(kmax + 1), key=rate)
 
 
+def kept(credit, accept, k):
+    """Of k draft tokens, how many are kept at acceptance `accept` spread deterministically
+    (a running credit, carried from step to step): returns (kept, credit)."""
+    n = 0
+    while n < k:
+        credit += accept
+        if credit < 1.0:
+            break
+        credit -= 1.0
+        n += 1
+    return n, credit
+
+
 def feed(ctl, c_d, c_v, kmax, accept_prob, steps=300, c_s=None):
     """Drives the controller: every draft token is accepted with accept_prob (deterministically
     spread), costs exactly c_d per token (or c_d for the first and c_s for each further one) and
@@ -32,13 +45,7 @@ def feed(ctl, c_d, c_v, kmax, accept_prob, steps=300, c_s=None):
                 ctl.record_draft(0, k, c_d)
             else:
                 ctl.record_draft(0, k, c_d, c_s if k > 1 else -1.0)
-        n = 0
-        while n < k:
-            credit += accept_prob
-            if credit < 1.0:
-                break
-            credit -= 1.0
-            n += 1
+        n, credit = kept(credit, accept_prob, k)
         ctl.record_verify(0, k + 1, n, c_v(k + 1))
     return ctl
 
@@ -293,13 +300,7 @@ def drive_catching_up(ctl, c_d, c_v, accept, steps, cold=8.0, batched=0.25, max_
                 ctl.record_catch_up(0, extra * batched * c_d * (1.0 if "catch-up" in seen else cold), extra)
                 seen.add("catch-up")
                 cost += extra * batched * c_d
-        n = 0
-        while n < k:
-            credit += a
-            if credit < 1.0:
-                break
-            credit -= 1.0
-            n += 1
+        n, credit = kept(credit, a, k)
         ctl.record_verify(0, k + 1, n, c_v(k + 1) * (1.0 if k + 1 in seen else cold))
         seen.add(k + 1)
         lag = n + 2 if k else lag + 1
@@ -490,13 +491,7 @@ def drive_two_sources(ctl, c_v, costs, accept, steps):
         k = ctl.next(src)
         if k:
             ctl.record_draft(src, k, costs[src])
-        n = 0
-        while n < k:
-            credit[src] += accept(step, src)
-            if credit[src] < 1.0:
-                break
-            credit[src] -= 1.0
-            n += 1
+        n, credit[src] = kept(credit[src], accept(step, src), k)
         ctl.record_verify(src, k + 1, n, c_v(k + 1))
         steps_out.append((src, k, k * costs[src] + c_v(k + 1), n + 1))
     return steps_out
@@ -569,13 +564,7 @@ def drive_timed(ctl, c_d, timing, accept, steps):
         k = ctl.next(0)
         if k and c_d > 0:
             ctl.record_draft(0, k, c_d, c_d if k > 1 else -1.0)
-        n = 0
-        while n < k:
-            credit += accept
-            if credit < 1.0:
-                break
-            credit -= 1.0
-            n += 1
+        n, credit = kept(credit, accept, k)
         times[k + 1] = times.get(k + 1, 0) + 1
         ctl.record_verify(0, k + 1, n, timing(step, k + 1, times[k + 1]))
         ks.append(k)
