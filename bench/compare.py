@@ -14,7 +14,8 @@ Measures, for ours and llama.cpp side by side:
     prompts (ours: Engine with each drafter; llama.cpp: llama-speculative and plain llama-completion);
   peak RSS of each measuring process (os.wait4).
 Every output records the CPU model, the ISA each side ran and the machine's measured read
-bandwidth (and the Qwen 1.5B's decode ceiling it implies). Prints tables with ratios (ours / llama.cpp), writes bench/out/compare.json and, when matplotlib
+bandwidth (and the Qwen 1.5B's decode ceiling it implies), and the speculative section the bandwidth
+before each of its rounds with each drafter's ratio to our own plain decoding. Prints tables with ratios (ours / llama.cpp), writes bench/out/compare.json and, when matplotlib
 is installed, bench/out/compare.png. The llama.cpp build comes from bench/peer.py (cached).
 """
 
@@ -399,11 +400,13 @@ def main() -> None:
         for name, text in PROMPTS.items():
             rounds = []
             for _ in range(max(1, args.reps)):
+                # this VM's memory changes speed within minutes (33 against 62 GB/s): each round is labelled
+                round_bw = read_bandwidth(t)
                 lp = llama_spec(bin_dir, target, None, text, t, args.tokens)
                 ls = llama_spec(bin_dir, target, draft, text, t, args.tokens)
                 row = {d: ours({"kind": "spec", "target": target, "draft": d, "prompt": text, "threads": t,
                                 "n": args.tokens}) for d in drafters}
-                rounds.append({"llama_plain": lp, "llama_spec": ls, "ours": row})
+                rounds.append({"llama_plain": lp, "llama_spec": ls, "ours": row, "read_GBps": round_bw})
             lp, ls, row = (median_run([r["llama_plain"] for r in rounds]), median_run([r["llama_spec"] for r in rounds]),
                            {d: median_run([r["ours"][d] for r in rounds]) for d in drafters})
             # each round's best drafter against that round's llama.cpp runs, then the median
@@ -419,7 +422,8 @@ def main() -> None:
                            if d != "none" else f"{row[d]['tok_s']:12.1f}" for d in drafters) +
                   f"  {vs_plain:15.2f}x {vs_spec:14.2f}x", flush=True)
             print(f"{'':<11} each drafter / ours plain: " +
-                  ", ".join(f"{d.split('-')[-1]} {v:.2f}x" for d, v in vs_ours.items()), flush=True)
+                  ", ".join(f"{d.split('-')[-1]} {v:.2f}x" for d, v in vs_ours.items()) +
+                  "; read GB/s before each round: " + ", ".join(f"{r['read_GBps']:.1f}" for r in rounds), flush=True)
         if args.reps > 1:
             print(f"(medians of {args.reps} rounds; the ratios are medians of each round's ratio)")
     out_dir = HERE / "out"
