@@ -267,18 +267,18 @@ void DraftLength::rescale(double factor) {
       if (e->c > 0.0) e->c *= g;
 }
 
-void DraftLength::learn(Cost* cost, double seconds, double estimate, double prediction) {
+void DraftLength::learn(Cost* cost, double seconds, double estimate) {
   if (!(seconds > 0.0)) return;
   if (!cost->seen) {
     cost->seen = true;
     return;
   }
-  if (estimate > 0.0) rescale(std::clamp(seconds / estimate, 1.0 / kSpike, kSpike));
   if (cost->c <= 0.0) {
-    cost->c = prediction > 0.0 ? std::clamp(seconds, prediction / kSpike, prediction * kSpike) : seconds;
+    cost->c = estimate > 0.0 ? std::clamp(seconds, estimate / kSpike, estimate * kSpike) : seconds;
     cost->n = 1;
     cost->last = steps_;
   } else {
+    if (estimate > 0.0) rescale(std::clamp(seconds / estimate, 1.0 / kSpike, kSpike));
     cost->c *= std::pow(std::clamp(seconds / cost->c, 1.0 / kSpike, kSpike), shape_weight(&cost->n, steps_ - cost->last));
     cost->last = steps_;
   }
@@ -301,10 +301,7 @@ void DraftLength::record_verify(int source, int n_rows, int n_accepted, double s
   steps_++;
   // The level follows entries with a history of their own: an entry's first gap to the line
   // through the others is its shape, not the machine's load.
-  if (n_rows < (int)c_v_.size()) {
-    const bool timed = c_v_[n_rows].c > 0.0;
-    learn(&c_v_[n_rows], seconds, timed ? verify_cost(n_rows) : -1.0, timed ? -1.0 : verify_cost(n_rows));
-  }
+  if (n_rows < (int)c_v_.size()) learn(&c_v_[n_rows], seconds, verify_cost(n_rows));
   // The text moves on by the kept tokens and the target's own one, drafted or not.
   const double fade = std::pow(opt_.decay, n_accepted + 1);
   for (Source& t : src_) t.accepted *= fade, t.rejected *= fade;

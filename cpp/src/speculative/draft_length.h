@@ -145,11 +145,12 @@ class DraftLength {
   };
   int next_length(int source);  // next() but for choose()'s tries
   void rescale(double factor);
-  // One timing of *cost: unless it is the first, rescales every estimate by seconds / estimate
-  // (the machine's level, when estimate > 0), then moves the cost toward seconds; each factor
-  // within kSpike. A cost timed for the first time (that counts) is set to seconds, within
-  // kSpike of `prediction` where that is known (> 0).
-  void learn(Cost* cost, double seconds, double estimate, double prediction = -1.0);
+  // One timing of *cost, `estimate` what it was expected to cost (< 0 unknown). The first timing
+  // is dropped. A cost not yet timed is set to seconds, within kSpike of the estimate (its first
+  // gap to the line through the others is its shape, not the machine's load); a timed one
+  // rescales every estimate by seconds / estimate (the machine's level), then moves toward
+  // seconds; each factor within kSpike.
+  void learn(Cost* cost, double seconds, double estimate);
   // The acceptance next() plans with: alpha() plus a bonus that fades as evidence accumulates.
   double alpha_for_choice(int source) const;
   double rate_at(int source, int k, double a) const;
