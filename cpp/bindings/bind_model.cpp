@@ -273,11 +273,22 @@ void register_model(py::module_& m) {
           "matrix_types",
           [](const BoundModel& s) {
             py::dict d;
-            for (const auto& [name, type] : s.m->matrix_types()) d[py::str(name)] = qd::quant::type_traits(type)->name;
+            for (const auto& info : s.m->matrices()) d[py::str(info.name)] = qd::quant::type_traits(info.type)->name;
             return d;
           },
           "{GGUF tensor name: GGML type name} of every weight matrix as computed with (a tied output is listed as "
           "its embedding).")
+      .def_property_readonly(
+          "matrix_storage",
+          [](const BoundModel& s) {
+            py::dict d;
+            for (const auto& info : s.m->matrices()) {
+              d[py::str(info.name)] = py::make_tuple((uintptr_t)info.data, info.bytes, info.rows8 ? "rows8" : "gguf");
+            }
+            return d;
+          },
+          "{GGUF tensor name: (address, bytes, layout)} of every weight matrix as computed with: 'rows8' for the "
+          "copies repacked at load (one buffer for the whole model), 'gguf' for matrices read as stored.")
       .def_property_readonly("path", [](const BoundModel& s) { return s.m->file().path(); })
       .def_property_readonly("arch", [](const BoundModel& s) { return s.hp().arch; })
       .def_property_readonly("n_vocab", [](const BoundModel& s) { return s.hp().n_vocab; })

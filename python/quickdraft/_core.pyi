@@ -286,6 +286,11 @@ class LoadedModel:
         {GGUF tensor name: GGML type name} of every weight matrix as computed with (a tied output is listed as its embedding).
         """
     @property
+    def matrix_storage(self) -> dict[str, tuple[int, int, str]]:
+        """
+        {GGUF tensor name: (address, bytes, layout)} of every weight matrix as computed with: 'rows8' for the copies repacked at load (one buffer for the whole model), 'gguf' for matrices read as stored.
+        """
+    @property
     def n_vocab(self) -> int:
         ...
     @property

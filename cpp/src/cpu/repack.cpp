@@ -426,12 +426,25 @@ bool rows8_supported(uint32_t type) { return group_block_bytes(type) != 0; }
 
 void AlignedFree::operator()(uint8_t* p) const { std::free(p); }
 
-Rows8Buffer rows8_alloc(const Matrix& w) {
-  const size_t n = (rows8_bytes(w) + 63) / 64 * 64;
-  auto* p = static_cast<uint8_t*>(std::aligned_alloc(64, n));
+Rows8Buffer rows8_alloc(const std::vector<size_t>& bytes, std::vector<size_t>* offsets) {
+  constexpr size_t kLine = 64, kHuge = size_t(2) << 20;
+  offsets->clear();
+  size_t n = 0;
+  for (size_t b : bytes) {
+    offsets->push_back(n);
+    n += (b + kLine - 1) / kLine * kLine;
+  }
+  const size_t align = n >= kHuge ? kHuge : kLine;
+  n = std::max((n + align - 1) / align * align, align);
+  auto* p = static_cast<uint8_t*>(std::aligned_alloc(align, n));
   if (!p) throw std::bad_alloc();
   advise_huge_pages(p, n);
   return Rows8Buffer(p);
+}
+
+Rows8Buffer rows8_alloc(const Matrix& w) {
+  std::vector<size_t> offsets;
+  return rows8_alloc({rows8_bytes(w)}, &offsets);
 }
 
 size_t rows8_group_block_bytes(uint32_t type) { return group_block_bytes(type); }

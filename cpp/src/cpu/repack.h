@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "common/cpu_features.h"
 #include "cpu/matmul.h"
@@ -37,13 +38,21 @@ size_t rows8_bytes(const Matrix& w);
 // (on avx512, llama.cpp's own summation orders: its logits bit for bit, at a cost in speed).
 bool rows8_wanted(const Matrix& w, Isa isa);
 
-// Storage for a repacked matrix: rows8_bytes(w) bytes, 64-byte aligned (the layouts keep their
-// 32-byte loads inside cache lines), uninitialized until repack_rows8 writes it.
+// Storage for repacked matrices, uninitialized until repack_rows8 writes it: one allocation of
+// bytes[i] for each matrix i, at (*offsets)[i], 64-byte aligned (the layouts keep their 32-byte
+// loads inside cache lines). A buffer of 2 MiB or more starts on a 2 MiB boundary, is rounded up
+// to whole 2 MiB pages and asks for transparent huge pages throughout, so that a model's weights
+// in one buffer (repack_for_kernels) all stream from huge pages, its small matrices too: with 4
+// KiB pages a stream misses the TLB every 4 KiB and the hardware prefetcher stops there. One
+// buffer per matrix put only the aligned 2 MiB pages inside each in huge pages: 188 of the 0.5B
+// draft's 400 MB (its 896-wide matrices are 0.06-2.5 MB), whose step then took 6-11 % longer
+// (forced AVX2, Zen 4; docs/benchmarks.md).
 struct AlignedFree {
   void operator()(uint8_t* p) const;
 };
 using Rows8Buffer = std::unique_ptr<uint8_t[], AlignedFree>;
-Rows8Buffer rows8_alloc(const Matrix& w);
+Rows8Buffer rows8_alloc(const std::vector<size_t>& bytes, std::vector<size_t>* offsets);
+Rows8Buffer rows8_alloc(const Matrix& w);  // one matrix: rows8_bytes(w) bytes
 
 // Writes w (GGUF layout, rows a multiple of 8) in the rows8 layout to dst (rows8_bytes(w) bytes)
 // and returns the matrix viewing dst. With drop_source, the pages of w's source bytes are handed

@@ -37,20 +37,27 @@ void model::TransformerModel::mtp_layer(Step&, int) const {
 
 void model::TransformerModel::repack_for_kernels() {
   const Isa isa = active_isa();
-  std::map<const uint8_t*, cpu::Matrix> done;  // a tied output shares its embedding's copy
-  auto repack = [&](cpu::Matrix& m) {
+  // The matrices to repack, each once (a tied output shares its embedding's copy), then one
+  // buffer for all of them (cpu::rows8_alloc: huge pages throughout), filled in the same order.
+  std::map<const uint8_t*, size_t> slot;
+  std::vector<size_t> bytes, offsets;
+  model::for_each_matrix(w_, [&](const std::string&, const cpu::Matrix& m) {
+    if (cpu::rows8_wanted(m, isa) && slot.emplace(m.data, bytes.size()).second) bytes.push_back(cpu::rows8_bytes(m));
+  });
+  if (bytes.empty()) return;
+  repacked_ = cpu::rows8_alloc(bytes, &offsets);
+  std::map<const uint8_t*, cpu::Matrix> done;
+  model::for_each_matrix(w_, [&](const std::string&, cpu::Matrix& m) {
     if (!cpu::rows8_wanted(m, isa)) return;
     auto it = done.find(m.data);
     if (it != done.end()) {
       m = it->second;
       return;
     }
-    repacked_.push_back(cpu::rows8_alloc(m));
     const uint8_t* original = m.data;
-    m = cpu::repack_rows8(m, repacked_.back().get(), true);
+    m = cpu::repack_rows8(m, repacked_.get() + offsets[slot.at(original)], true);
     done[original] = m;
-  };
-  model::for_each_matrix(w_, [&](const std::string&, cpu::Matrix& m) { repack(m); });
+  });
   // A requantized copy that was repacked is read no more.
   std::set<const uint8_t*> used;
   model::for_each_matrix(w_, [&](const std::string&, const cpu::Matrix& m) { used.insert(m.data); });
@@ -59,12 +66,13 @@ void model::TransformerModel::repack_for_kernels() {
                      requantized_.end());
 }
 
-std::vector<std::pair<std::string, uint32_t>> model::TransformerModel::matrix_types() const {
-  std::vector<std::pair<std::string, uint32_t>> out;
+std::vector<Model::MatrixInfo> model::TransformerModel::matrices() const {
+  std::vector<MatrixInfo> out;
   const uint8_t* embd = w_.token_embd.data;
   model::for_each_matrix(w_, [&](const std::string& name, const cpu::Matrix& m) {
     if (name == "output.weight" && m.data == embd) return;
-    out.emplace_back(name, m.type);
+    const bool rows8 = m.layout == cpu::Layout::rows8;
+    out.push_back({name, m.type, m.data, rows8 ? cpu::rows8_bytes(m) : (size_t)m.rows * m.row_bytes, rows8});
   });
   return out;
 }

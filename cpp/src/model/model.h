@@ -86,9 +86,16 @@ class Model {
   int n_layer() const { return hp_.n_layer; }
   const gguf::File& file() const { return *file_; }
   std::shared_ptr<const gguf::File> file_ptr() const { return file_; }
-  // (GGUF tensor name, GGML type id) of every weight matrix as computed with, in load order; a
-  // tied output layer is listed once, as its embedding.
-  virtual std::vector<std::pair<std::string, uint32_t>> matrix_types() const = 0;
+  // Every weight matrix as computed with, in load order (a tied output layer is listed once, as
+  // its embedding): its GGUF tensor name, GGML type id (after any requantization) and storage.
+  struct MatrixInfo {
+    std::string name;
+    uint32_t type = 0;
+    const uint8_t* data = nullptr;  // in the file's mapping, a requantized copy, or the rows8 buffer
+    size_t bytes = 0;
+    bool rows8 = false;  // repacked into the rows8 layout (cpu/repack.h)
+  };
+  virtual std::vector<MatrixInfo> matrices() const = 0;
 
  protected:
   Hparams hp_;

@@ -190,11 +190,11 @@ class TransformerModel : public Model {
   friend class Loader;
   Weights w_;
   std::deque<std::vector<float>> owned_;  // converted small vectors; deque keeps pointers stable
-  std::vector<cpu::Rows8Buffer> repacked_;     // weights in the rows8 layout (cpu/repack.h)
+  cpu::Rows8Buffer repacked_;  // the weights in the rows8 layout, one buffer (cpu/repack.h)
   std::vector<std::unique_ptr<uint8_t[]>> requantized_;  // weights requantized at load (requantize)
 
  public:
-  std::vector<std::pair<std::string, uint32_t>> matrix_types() const override;
+  std::vector<MatrixInfo> matrices() const override;
   // Requantizes every matrix stored in a type wider than `to` (model/requantize.cpp); before
   // repack_for_kernels, which then rearranges the requantized copies.
   void requantize(const std::string& to);

@@ -106,9 +106,10 @@ double decode_weight_bytes(const Model& m, const std::vector<int>& skip, int hea
   const gguf::File& f = m.file();
   const bool tied = f.find_tensor("output.weight") == nullptr;
   double bytes = 0;
-  for (const auto& [name, type] : m.matrix_types()) {
+  for (const Model::MatrixInfo& info : m.matrices()) {
+    const std::string& name = info.name;
     const gguf::TensorInfo* t = f.find_tensor(name);
-    const quant::TypeTraits* tt = quant::type_traits(type);
+    const quant::TypeTraits* tt = quant::type_traits(info.type);
     if (!t || !tt) continue;
     const bool output = name == "output.weight" || (tied && name == "token_embd.weight");
     if (name == "token_embd.weight" && !output) continue;
