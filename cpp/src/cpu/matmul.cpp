@@ -3,6 +3,8 @@
 #include "cpu/matmul.h"
 
 #include <algorithm>
+#include <atomic>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -73,22 +75,18 @@ void check_shape(const Matrix& w) {
   }
 }
 
-// Rows per task: enough tasks to balance the threads, and few enough bytes per task that the
-// kernels' repeated passes over the task's weights (one per tile of activation rows) hit L2.
-// Decode and verify batches (a tile or two) barely reuse weights: there long tasks win, each
-// thread streaming one long run of rows. The tasks are then made equal, as many as a multiple of
-// the thread count: 1536 rows (the 1.5B's attn_output and ffn_down) in 7 tasks of 200 and one of
-// 136 kept one thread idle for 8 % of each such product; 8 of 192 keep both busy to the end.
-// A single row (decode, draft steps) streams at the memory's pace, each task starting a stream
-// cold: there 2 tasks per thread, not 4, for the products below 1 MB a task. Forced AVX2 on Zen 4,
-// 2 threads, alternated in one process (medians of 15-30 rounds): the 0.5B draft's step 1.3-7.2 %
-// faster in three runs, the 1.5B's decode 1 %; verify batches (n > 1) keep 4.
+// Rows per task of a batch above kStealRows: enough tasks to balance the threads, and few enough
+// bytes per task that the kernels' repeated passes over the task's weights (one per tile of
+// activation rows) hit L2 (up to 16 rows a tile or two barely reuse weights: long tasks). The
+// tasks are made equal, as many as a multiple of the thread count: 1536 rows (the 1.5B's
+// attn_output and ffn_down) in 7 tasks of 200 and one of 136 kept one thread idle for 8 % of each
+// such product; 8 of 192 keep both busy to the end.
 int64_t rows_per_task(const Matrix& w, int n_threads, int64_t n) {
   const bool rows8 = w.layout == Layout::rows8;  // whole groups of 8 rows
   const size_t task_bytes = n <= 16 ? (size_t)1 << 20 : (size_t)128 << 10;
   int64_t most, align;
   if (rows8) {
-    const int64_t per_thread = n == 1 ? 2 : 4, split = 8 * per_thread * n_threads;
+    const int64_t per_thread = 4, split = 8 * per_thread * n_threads;
     const int64_t by_balance = (w.rows + split - 1) / split * 8;
     const int64_t by_cache = (int64_t)(task_bytes / std::max<size_t>(8 * w.row_bytes, 1)) * 8;
     most = std::max<int64_t>(8, std::min(by_balance, by_cache));
@@ -130,6 +128,8 @@ void dequantize_row(const Matrix& w, int64_t r, float* dst) {
 
 namespace {
 
+constexpr int kMaxGroup = 4;  // products in one group (matmul_group)
+
 // One product of a group sharing an input: its kernel and its tasks' place in the group's list.
 struct GroupPart {
   const Matrix* w;
@@ -140,6 +140,72 @@ struct GroupPart {
   int64_t chunk, n_chunks, first_task;
 };
 
+// Batches of up to kStealRows rows (decode, draft steps, verify) stream the weights and reuse
+// them little, so each thread should read one long run of rows and all threads should finish
+// together. The group's weight rows, product after product, are cut into chunks of about
+// kStealChunk bytes; thread t owns an equal stretch of the chunks and takes them from its front,
+// a quarter of what is left at a time (one kernel call per product they span), then takes chunks
+// one at a time from the back ends of the other stretches. Against tasks of a fixed size taken in
+// turn (2 per thread at one row, 4 above), forced AVX2 on Zen 4, 2 threads, alternated in one
+// process (medians of 20-40 rounds): the 0.5B draft's step (Q4_0, 896 wide) 0.91-0.92x the time,
+// its forward of 4 tokens 0.94-0.97x; the 1.5B's forward of 2 tokens 0.94-0.95x, of 4 0.98-0.99x,
+// its decode 0.99-1.01x. Which thread computes a row never changes its bits.
+constexpr int64_t kStealRows = 4;
+constexpr size_t kStealChunk = 64 << 10;
+
+void matmul_stolen(const GroupPart* parts, int count, const uint8_t* act, size_t stride, int64_t n, ThreadPool& pool) {
+  int64_t chunk_rows[kMaxGroup], first[kMaxGroup + 1];  // product m: chunks [first[m], first[m + 1])
+  first[0] = 0;
+  for (int m = 0; m < count; m++) {
+    const Matrix& w = *parts[m].w;
+    const int64_t align = w.layout == Layout::rows8 ? 8 : 1;
+    chunk_rows[m] = std::max(align, (int64_t)(kStealChunk / std::max<size_t>(w.row_bytes, 1)) / align * align);
+    first[m + 1] = first[m] + (w.rows + chunk_rows[m] - 1) / chunk_rows[m];
+  }
+  const int T = pool.size();
+  const int64_t G = first[count];
+  // Stretch t's chunks not yet taken, [front, back), as front << 32 | back.
+  thread_local std::unique_ptr<std::atomic<uint64_t>[]> spans;
+  thread_local int n_spans = 0;
+  if (n_spans < T) spans.reset(new std::atomic<uint64_t>[n_spans = T]);
+  std::atomic<uint64_t>* span = spans.get();
+  for (int t = 0; t < T; t++) span[t].store((uint64_t)(G * t / T) << 32 | (uint64_t)(G * (t + 1) / T));
+  auto run_chunks = [&](int64_t g0, int64_t g1) {
+    for (int m = 0; m < count && g0 < g1; m++) {
+      if (g0 >= first[m + 1]) continue;
+      const int64_t g_end = std::min(g1, first[m + 1]);
+      const GroupPart& p = parts[m];
+      const int64_t r0 = (g0 - first[m]) * chunk_rows[m], r1 = std::min(p.w->rows, (g_end - first[m]) * chunk_rows[m]);
+      if (p.by_row) {
+        gemm_rows8_by_row(p.k.fn, *p.w, r0, r1, act, stride, n, p.y, p.ldy);
+      } else {
+        p.k.fn(*p.w, r0, r1, act, stride, n, p.y, p.ldy);
+      }
+      g0 = g_end;
+    }
+  };
+  // Takes chunks from the front (a share of what is left) or one from the back of span s.
+  auto take = [](std::atomic<uint64_t>& s, bool front, int64_t* g0, int64_t* g1) {
+    uint64_t v = s.load(std::memory_order_relaxed);
+    for (;;) {
+      const int64_t f = (int64_t)(v >> 32), b = (int64_t)(v & 0xffffffffu);
+      if (f >= b) return false;
+      const int64_t k = front ? std::max<int64_t>(1, (b - f) / 4) : 1;
+      *g0 = front ? f : b - 1;
+      *g1 = *g0 + k;
+      const uint64_t next = front ? (uint64_t)(f + k) << 32 | (uint64_t)b : (uint64_t)f << 32 | (uint64_t)(b - 1);
+      if (s.compare_exchange_weak(v, next, std::memory_order_relaxed)) return true;
+    }
+  };
+  pool.run(T, [&](int t) {
+    int64_t g0, g1;
+    while (take(span[t], true, &g0, &g1)) run_chunks(g0, g1);
+    for (int k = 1; k < T; k++) {
+      while (take(span[(t + k) % T], false, &g0, &g1)) run_chunks(g0, g1);
+    }
+  });
+}
+
 // The products y_m = x w_m^T of `count` matrices with the same input x (n rows of cols floats),
 // quantized once when every kernel takes the same activation format, in ONE pool run over all
 // their tasks. Each output is the same bits as from a product on its own (same kernel, same
@@ -147,7 +213,6 @@ struct GroupPart {
 void matmul_group_impl(const Matrix* const* ws, float* const* ys, const int64_t* ldys, int count, const float* x,
                        int64_t n, ThreadPool& pool, Isa isa) {
   const KernelTable& table = kernel_table(isa);
-  constexpr int kMaxGroup = 4;
   if (count < 1 || count > kMaxGroup) throw ArgError("matmul: a group of " + std::to_string(count) + " products (1 to 4)");
   GroupPart parts[kMaxGroup];
   constexpr int64_t kActBlock = 64;
@@ -192,6 +257,7 @@ void matmul_group_impl(const Matrix* const* ws, float* const* ys, const int64_t*
     act = q;
   }
 
+  if (n <= kStealRows && pool.size() > 1) return matmul_stolen(parts, count, act, stride, n, pool);
   // Tasks: (product, weight-row chunk, block of up to kActBlock activation rows), chunk-major
   // within each product. Long batches (prompts) are cut so a task's activations stay in L2 next
   // to its weights; every (row, column) is still computed the same way, whichever task holds it.
