@@ -72,6 +72,24 @@ def test_rows8_kernels_are_batch_and_thread_invariant(t, isa, rows):
                 np.testing.assert_array_equal(y, full[i0:i0 + n], err_msg=f"{t.name} {isa} n={n} threads={threads}")
 
 
+
+@pytest.mark.parametrize("isa", REPACKING_ISAS)
+@pytest.mark.parametrize("t", [T.Q4_0, T.Q4_K, T.Q6_K], ids=lambda t: t.name)
+def test_small_batches_split_across_threads_keep_the_bits(t, isa):
+    """Up to 4 rows, the weight rows are cut into 64 KB chunks that the threads take from their own
+    stretches and then from each other's (cpu/matmul.cpp, matmul_stolen): with 2 to 4 threads over a
+    matrix of many chunks, every output has the bits of one thread's product."""
+    rng = np.random.default_rng(5 + int(t))
+    cols, rows = 1024, 2040
+    w = random_weight(t, rows, cols, rng)
+    x = rng.standard_normal((4, cols)).astype(np.float32)
+    for n in (1, 2, 3, 4):
+        alone = K.matmul(w, int(t), rows, cols, x[:n], isa=isa, threads=1)
+        for threads in (2, 3, 4):
+            y = K.matmul(w, int(t), rows, cols, x[:n], isa=isa, threads=threads)
+            np.testing.assert_array_equal(y, alone, err_msg=f"{t.name} {isa} n={n} threads={threads}")
+
+
 MODEL_CHECK = r"""
 import sys, numpy as np, quickdraft
 path = sys.argv[1]
