@@ -487,3 +487,25 @@ def test_bench_attention_times_each_pass_and_refuses_bad_shapes():
     for bad in ((100, 2, 3, 2, 64, 2), (0, 1, 4, 2, 64, 2), (100, 1, 4, 2, 64, 0), (100, 1, 4, 2, 64, 2, 0)):
         with pytest.raises(ValueError, match="bench_attention"):
             K.bench_attention(*bad)
+
+
+@pytest.mark.parametrize("mib,threads", [(1, 1), (3.5, 2), (5, 3)])
+def test_read_bandwidth_reads_every_word(mib, threads):
+    """bench/compare.py's ceiling for a decode: the probe must read the whole buffer, every pass and
+    on every thread's stretch, or its rate means nothing. Oracle: the closed form of the sum of word
+    i = i * G (mod 2^64) over the whole pages of the buffer; a stretch skipped or read twice moves it."""
+    r = _core.measure_read_bandwidth(mib, threads, 3)
+    n_bytes = int(mib * (1 << 20)) // 4096 * 4096
+    assert r["bytes"] == n_bytes and r["threads"] == threads
+    words = n_bytes // 8
+    G = 0x9E3779B97F4A7C15
+    assert r["checksum"] == G * (words * (words - 1) // 2) % (1 << 64)
+    assert r["best_GBps"] >= r["median_GBps"] > 0
+
+
+def test_read_bandwidth_refuses_bad_arguments():
+    for kwargs in ({"mib": 0}, {"mib": 0.5}, {"mib": -1}, {"mib": float("nan")}, {"mib": 1e9}, {"mib": 4, "passes": 0},
+                   {"mib": 4, "passes": 10_000}, {"mib": 4, "threads": -1}, {"mib": 4, "threads": 100_000}):
+        with pytest.raises(ValueError):
+            _core.measure_read_bandwidth(**kwargs)
+    assert _core.measure_read_bandwidth(4, 0, 1)["threads"] >= 1  # 0: every CPU this process may use

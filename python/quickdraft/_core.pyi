@@ -10,7 +10,7 @@ import typing
 import typing_extensions
 
 
-__all__: list[str] = ['Context', 'DrafterKind', 'MtpHead', 'Engine', 'EngineOptions', 'GGUFError', 'GGUFFile', 'GenerateOptions', 'IncompatibleModelsError', 'LoadedModel', 'QuickdraftError', 'SUPPORTED_ARCHS', 'SamplerParams', 'Stats', 'StreamDecoder', 'Tokenizer', 'UnsupportedError', 'check_compatible', 'cpu_features', 'current_isa', 'default_skip_layers', 'dequantize', 'isa_available', 'quantize', 'type_info']
+__all__: list[str] = ['Context', 'DrafterKind', 'MtpHead', 'Engine', 'EngineOptions', 'GGUFError', 'GGUFFile', 'GenerateOptions', 'IncompatibleModelsError', 'LoadedModel', 'QuickdraftError', 'SUPPORTED_ARCHS', 'SamplerParams', 'Stats', 'StreamDecoder', 'Tokenizer', 'UnsupportedError', 'check_compatible', 'cpu_features', 'current_isa', 'default_skip_layers', 'dequantize', 'isa_available', 'measure_read_bandwidth', 'quantize', 'type_info']
 class QuickdraftError(RuntimeError):
     pass
 class GGUFError(ValueError):
@@ -463,6 +463,14 @@ def default_skip_layers(n_layer: typing.SupportsInt | typing.SupportsIndex) -> l
 def dequantize(data: typing_extensions.Buffer, type_id: typing.SupportsInt | typing.SupportsIndex, n: typing.SupportsInt | typing.SupportsIndex) -> numpy.typing.NDArray[numpy.float32]:
     """
     Dequantize n elements of raw GGML data with the scalar reference.
+    """
+def measure_read_bandwidth(mib: typing.SupportsFloat = 512.0, threads: typing.SupportsInt = 0, passes: typing.SupportsInt = 5) -> dict:
+    """
+    The memory's read rate as a decode sees it: `threads` threads (0: every CPU this process may
+    use) stream a `mib`-MiB buffer on transparent huge pages, allocated as a model's weights are,
+    `passes` times. {best_GBps, median_GBps (1e9 bytes/s), checksum (the wrapping sum of its
+    64-bit words, word i = i * 0x9E3779B97F4A7C15), bytes (whole 4 KiB pages), threads}. Take a
+    buffer several times the last-level cache, or it measures the cache.
     """
 def quantize(x: numpy.typing.ArrayLike, type_id: typing.SupportsInt | typing.SupportsIndex) -> numpy.typing.NDArray[numpy.uint8]:
     """
