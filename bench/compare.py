@@ -14,8 +14,9 @@ Measures, for ours and llama.cpp side by side:
     prompts (ours: Engine with each drafter; llama.cpp: llama-speculative and plain llama-completion);
   peak RSS of each measuring process (os.wait4).
 Every output records the CPU model, the ISA each side ran and the machine's measured read
-bandwidth (and the Qwen 1.5B's decode ceiling it implies), and the speculative section the bandwidth
-before each of its rounds with each drafter's ratio to our own plain decoding. Prints tables with ratios (ours / llama.cpp), writes bench/out/compare.json and, when matplotlib
+bandwidth (and the Qwen 1.5B's decode ceiling it implies; `_core.measure_read_bandwidth`), the
+1.5B's decode as a share of the bandwidth measured just before and after it, and the speculative
+section the bandwidth before each of its rounds with each drafter's ratio to our own plain decoding. Prints tables with ratios (ours / llama.cpp), writes bench/out/compare.json and, when matplotlib
 is installed, bench/out/compare.png. The llama.cpp build comes from bench/peer.py (cached).
 """
 
@@ -99,10 +100,26 @@ def worker(spec: dict) -> dict:
         res["pp512"] = best
         m.reset()
         m.eval_last(ids[:16])
-        t = time.perf_counter()
-        for i in range(16, 16 + 128):
-            m.eval_last(ids[i:i + 1])
-        res["tg128"] = 128 / (time.perf_counter() - t)
+        # The 1.5B decodes in 4 stretches of 32 tokens with the memory's read rate measured before
+        # each and after the last: this VM's memory changes speed within minutes, so each stretch
+        # is judged against the probes on either side of it. (A probe's own process, of 0.5 GB,
+        # stays below this one's peak RSS.)
+        stretches = 4 if spec.get("verify") else 1
+        probes, stretch_tok_s, elapsed = [], [], 0.0
+        for k in range(stretches):
+            if spec.get("verify"):
+                probes.append(read_bandwidth(spec["threads"]))
+            t = time.perf_counter()
+            for i in range(16 + 128 * k // stretches, 16 + 128 * (k + 1) // stretches):
+                m.eval_last(ids[i:i + 1])
+            dt = time.perf_counter() - t
+            elapsed += dt
+            stretch_tok_s.append(128 / stretches / dt)
+        res["tg128"] = 128 / elapsed
+        if spec.get("verify"):
+            probes.append(read_bandwidth(spec["threads"]))
+            res["decode_bytes"] = decode_bytes(m)
+            res["decode_stretches"] = [{"tok_s": v, "read_GBps": probes[k:k + 2]} for k, v in enumerate(stretch_tok_s)]
         if spec.get("verify"):
             # a second context over the same weights (a second Model would map the file twice and
             # count its pages twice in the peak RSS)
@@ -176,32 +193,32 @@ def cpu_model() -> str:
 
 
 BANDWIDTH = r"""
-import sys, threading, time
-import numpy as np
-threads, gib = int(sys.argv[1]), float(sys.argv[2])
-a = np.ones(int(gib * (1 << 30)), dtype=np.uint8)
-parts = np.array_split(a, threads)
-best = 0.0
-for _ in range(5):
-    ts = [threading.Thread(target=np.maximum.reduce, args=(p,)) for p in parts]
-    t = time.perf_counter()
-    for th in ts:
-        th.start()
-    for th in ts:
-        th.join()
-    best = max(best, a.nbytes / (time.perf_counter() - t) / 1e9)
-print(best)
+import sys
+from quickdraft import _core
+print(_core.measure_read_bandwidth(float(sys.argv[2]), int(sys.argv[1]), 5)["best_GBps"])
 """
 
 
-def read_bandwidth(threads: int, gib: float = 1.0) -> float:
-    """GB/s of the max of a gib-GiB uint8 array split over `threads` threads (numpy releases the GIL),
-    best of 5, in a process of its own (a child forked later would count the array in its peak RSS).
-    A float32 sum (numpy's pairwise add.reduce) read only 26-28 GB/s on a Zen 3 where this reads
-    34-36 and a C loop of 256-bit loads 32-33: below what the 1.5B's decode reached."""
-    out = subprocess.run([sys.executable, "-c", BANDWIDTH, str(threads), str(gib)], capture_output=True, text=True,
-                         check=True).stdout
+def read_bandwidth(threads: int, mib: float = 512) -> float:
+    """GB/s read by `threads` threads streaming a mib-MiB buffer on huge pages, allocated as a model's
+    weights are (`_core.measure_read_bandwidth`), best of 5, in a process of its own (the buffer
+    would otherwise count in the peak RSS of the process measured next). numpy's max-reduction,
+    the probe before, read 35 GB/s on a Zen 4 VM where the 1.5B then decoded 55 GB/s of weights."""
+    import quickdraft  # the probe runs the package measured here, wherever it was imported from
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(quickdraft.__file__).parent.parent),
+                                                       os.environ.get("PYTHONPATH", "")]))
+    out = subprocess.run([sys.executable, "-c", BANDWIDTH, str(threads), str(mib)], capture_output=True, text=True,
+                         check=True, env=env).stdout
     return float(out.strip())
+
+
+def decode_bytes(m) -> int:
+    """Weight bytes one decode step streams: every matrix as loaded, less the token embedding's
+    (rows looked up, not streamed) unless it is also the output layer (tied)."""
+    storage = m._weights.matrix_storage
+    tied = "output.weight" not in storage
+    return sum(b for name, (_, b, _) in storage.items() if tied or name != "token_embd.weight")
 
 
 # ---------------------------------------------------------------- llama.cpp
@@ -360,7 +377,7 @@ def main() -> None:
               "isa_llama.cpp": args.isa or "native", "read_GBps": bw, "models": {}, "spec": {}}
     print(f"quickdraft from {Path(quickdraft.__file__).parent}")
     print(f"CPU {result['cpu']}; ours on {result['isa_ours']}, llama.cpp built {result['isa_llama.cpp']}; "
-          f"read bandwidth {bw:.1f} GB/s at {t} threads (Qwen 1.5B decode ceiling {bw / 0.980:.1f} tok/s)")
+          f"read bandwidth {bw:.1f} GB/s at {t} threads (Qwen 1.5B decode ceiling {bw / 1.000:.1f} tok/s)")
     if args.only in (None, "decode"):
         print(f"\n## Forward pass, {t} threads (tok/s; RSS MB)\n")
         print(f"{'model':<20} {'tg ours':>8} {'tg llama':>8} {'ratio':>6}  {'pp512 ours':>10} {'pp512 llama':>11} "
@@ -374,6 +391,16 @@ def main() -> None:
                   f"{o['pp512']:10.1f} {p.get('pp512', 0):11.1f} {ratio(o['pp512'], p.get('pp512')):>6}  "
                   f"{o['rss_mb']:8.0f} {p['rss_mb']:9.0f}", flush=True)
             if verify:
+                shares = []
+                print(f"\n  decode of {key}, {o['decode_bytes'] / 1e9:.3f} GB of weights a token, in stretches of "
+                      f"32 tokens against the read bandwidth measured on either side:")
+                for st in o["decode_stretches"]:
+                    gbps = st["tok_s"] * o["decode_bytes"] / 1e9
+                    shares.append(gbps / max(st["read_GBps"]))
+                    print(f"    {st['tok_s']:5.1f} tok/s = {gbps:5.1f} GB/s, read {' / '.join(f'{b:.1f}' for b in st['read_GBps'])}"
+                          f" GB/s: {100 * shares[-1]:.0f} %")
+                o["decode_share_of_read"] = statistics.median(shares)
+                print(f"    median {100 * o['decode_share_of_read']:.0f} % of the read bandwidth")
                 print(f"\n  verify cost on {key}: ms for one forward of n tokens (multiple of n=1)")
                 ov = {int(k): v for k, v in o["verify_ms"].items()}  # JSON made the keys strings
                 for n in VERIFY_NS:
