@@ -40,6 +40,7 @@ sys.path.insert(0, str(HERE))
 if any((HERE.parent / "python" / "quickdraft").glob("_core*.so")):
     sys.path.insert(0, str(HERE.parent / "python"))
 import peer  # noqa: E402
+from machine import cpu_model, read_bandwidth  # noqa: E402
 
 from quickdraft import models  # noqa: E402
 
@@ -180,38 +181,6 @@ def ours(spec: dict) -> dict:
 
 
 # ---------------------------------------------------------------- the machine
-
-def cpu_model() -> str:
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    import platform
-    return platform.processor() or platform.machine()
-
-
-BANDWIDTH = r"""
-import sys
-from quickdraft import _core
-print(_core.measure_read_bandwidth(float(sys.argv[2]), int(sys.argv[1]), 5)["best_GBps"])
-"""
-
-
-def read_bandwidth(threads: int, mib: float = 512) -> float:
-    """GB/s read by `threads` threads streaming a mib-MiB buffer on huge pages, allocated as a model's
-    weights are (`_core.measure_read_bandwidth`), best of 5, in a process of its own (the buffer
-    would otherwise count in the peak RSS of the process measured next). numpy's max-reduction,
-    the probe before, read 35 GB/s on a Zen 4 VM where the 1.5B then decoded 55 GB/s of weights."""
-    import quickdraft  # the probe runs the package measured here, wherever it was imported from
-
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(quickdraft.__file__).parent.parent),
-                                                       os.environ.get("PYTHONPATH", "")]))
-    out = subprocess.run([sys.executable, "-c", BANDWIDTH, str(threads), str(mib)], capture_output=True, text=True,
-                         check=True, env=env).stdout
-    return float(out.strip())
-
 
 def decode_bytes(m) -> int:
     """Weight bytes one decode step streams: every matrix as loaded, less the token embedding's

@@ -21,6 +21,8 @@ import numpy as np
 
 from quickdraft import _core
 
+from machine import cpu_model
+
 T = gguf.GGMLQuantizationType
 HALF_FIELDS = {T.Q4_0: [0], T.Q4_1: [0, 2], T.Q5_0: [0], T.Q5_1: [0, 2], T.Q8_0: [0], T.IQ4_NL: [0], T.Q2_K: [80, 82],
                T.Q3_K: [108], T.Q4_K: [0, 2], T.Q5_K: [0, 2], T.Q6_K: [208], T.IQ4_XS: [0]}
@@ -50,7 +52,7 @@ def main() -> None:
     ns = [int(v) for v in a.ns.split(",")]
     rng = np.random.default_rng(0)
     isa = a.isa or _core.current_isa()
-    print(f"isa {isa}, matrix {a.rows} x {a.cols}, best and median of {a.iters}")
+    print(f"CPU {cpu_model()}; isa {isa}, matrix {a.rows} x {a.cols}, best and median of {a.iters}")
     print(f"{'type':6} {'thr':>3} {'MB':>6} " + " ".join(f"{'n=' + str(n) + ' ms':>10} {'GB/s':>5} {'med':>5}" for n in ns)
           + "  " + " ".join(f"{'r' + str(n):>5}" for n in ns if n > 1))
     for name in a.types.split(","):

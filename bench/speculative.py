@@ -43,6 +43,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 
 from quickdraft import Engine, _core  # noqa: E402
 
+
+def _machine_module():
+    """bench/machine.py, by path (bench/ is off sys.path, see above)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("qd_bench_machine", Path(__file__).resolve().parent / "machine.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+machine = _machine_module()
+
 PROMPTS = {
     "code": "Write a Python function `merge_sort(items)` that sorts a list with merge sort, with a docstring "
             "and type hints, then a second function that checks it on random lists.\n\n```python\n",
@@ -219,11 +232,16 @@ def main(argv=None) -> int:
     p.add_argument("--reps", type=int, default=1, help="runs per cell (the median is shown)")
     p.add_argument("--json", default=None, help="also write the rows to this file")
     args = p.parse_args(argv)
+    # the memory's read rate before and after the runs: this VM's memory changes speed within minutes
+    read = [machine.read_bandwidth(args.threads)]
     rows = run(args)
+    read.append(machine.read_bandwidth(args.threads))
+    print(f"CPU {machine.cpu_model()}; read bandwidth {read[0]:.1f} GB/s before the runs, {read[1]:.1f} after")
     print_table(rows, args)
     if args.json:
         os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-        Path(args.json).write_text(json.dumps(dict(args=vars(args), rows=rows), indent=1))
+        Path(args.json).write_text(json.dumps(dict(args=vars(args), cpu=machine.cpu_model(), read_GBps=read,
+                                                   isa=_core.current_isa(), rows=rows), indent=1))
     return 0
 
 
