@@ -50,9 +50,9 @@ inline __m256i rows8_bcast(const int8_t* p) {
 // shift and an OR (three vector operations), or the 8 bytes loaded into every quadword and one
 // shuffle. The shuffle pays where the tile has few rows and the stream waits on its operations:
 // forced AVX2 on Zen 4, the Q4_K tile at one row 6 % faster in L2 (bench/kernels.py 2048 x 1536,
-// one thread; 0.046 against 0.049 ms) and 11-20 % from memory while it is fast (151936 x 1536,
-// 131 MB, 2 threads: 64.7-66.7 against 55.2-58.4 GB/s); at 3 and 4 rows 1-2 % slower, the
-// shuffle port then shared with the unpacking's shifts.
+// one thread; 0.046 against 0.049 ms), 7-10 % from memory in a fast minute (65536 x 1536, 2
+// threads; 62-72 against 57-67 GB/s); at 3 and 4 rows 1-2 % slower, the shuffle port then
+// shared with the unpacking's shifts.
 template <int R>
 inline __m256i rows8_u8_pairs(const uint8_t* p) {
   if constexpr (R <= 2) {
