@@ -56,7 +56,7 @@ template <DotU8S8 D, int R, bool High, bool Q5>
 inline void q4k_rows8_sub(const uint8_t* blk, int s, const int8_t* const* xq, __m256i* isum) {
   const uint8_t* qv = blk + 160 + 256 * (s / 2);
   const uint8_t* qh = blk + 1184;
-  const __m256i sc = rows8_u8_scales<D, R>(blk + 32 + 8 * s);
+  const __m256i sc = rows8_u8_scales<D>(blk + 32 + 8 * s);
   // Q5_K's int16 sums hold 4 groups (16 products of 31 * 127), VNNI's int32 sums all 8
   constexpr int kParts = Q5 && D == DotU8S8::maddubs ? 2 : 1;
   __m256i s16[R];
@@ -130,7 +130,7 @@ template <DotU8S8 D, bool Q5, int R>
   for (int j = 0; j < R; j++) isum[j] = _mm256_setzero_si256();
   for (int s = 0; s < 8; s++) {
     const uint8_t* qv = blk + 160 + 256 * (s / 2);
-    const __m256i sc = rows8_u8_scales<D, R>(blk + 32 + 8 * s);
+    const __m256i sc = rows8_u8_scales<D>(blk + 32 + 8 * s);
     __m256i v[8];
     for (int g = 0; g < 8; g++) {
       v[g] = s & 1 ? q4k_rows8_value<true, Q5>(qv, qh, s, g) : q4k_rows8_value<false, Q5>(qv, qh, s, g);

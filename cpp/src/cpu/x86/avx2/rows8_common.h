@@ -46,32 +46,17 @@ inline __m256i rows8_bcast(const int8_t* p) {
 }
 
 // 8 bytes (one per row) as int16 pairs (v, v) in each 32-bit lane: the multiplier of a
-// pairwise-summed int16 vector in vpmaddwd. Two ways to the same vector: a zero-extension, a
-// shift and an OR (three vector operations), or the 8 bytes loaded into every quadword and one
-// shuffle. The shuffle pays where the tile has few rows and the stream waits on its operations:
-// forced AVX2 on Zen 4, the Q4_K tile at one row 6 % faster in L2 (bench/kernels.py 2048 x 1536,
-// one thread; 0.046 against 0.049 ms), 7-10 % from memory in a fast minute (65536 x 1536, 2
-// threads; 62-72 against 57-67 GB/s); at 3 and 4 rows 1-2 % slower, the shuffle port then
-// shared with the unpacking's shifts.
-template <int R>
+// pairwise-summed int16 vector in vpmaddwd.
 inline __m256i rows8_u8_pairs(const uint8_t* p) {
-  if constexpr (R <= 2) {
-    const __m256i pick = _mm256_setr_epi8(0, -1, 0, -1, 1, -1, 1, -1, 2, -1, 2, -1, 3, -1, 3, -1,  //
-                                          4, -1, 4, -1, 5, -1, 5, -1, 6, -1, 6, -1, 7, -1, 7, -1);
-    int64_t v;
-    std::memcpy(&v, p, 8);
-    return _mm256_shuffle_epi8(_mm256_set1_epi64x(v), pick);
-  } else {
-    const __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)p));
-    return _mm256_or_si256(v, _mm256_slli_epi32(v, 16));
-  }
+  const __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)p));
+  return _mm256_or_si256(v, _mm256_slli_epi32(v, 16));
 }
 
-// 8 unsigned scale bytes (one per row) as the multiplier rows8_scaled takes, for a tile of R rows.
-template <DotU8S8 D, int R>
+// 8 unsigned scale bytes (one per row) as the multiplier rows8_scaled takes.
+template <DotU8S8 D>
 inline __m256i rows8_u8_scales(const uint8_t* p) {
   if constexpr (D == DotU8S8::maddubs) {
-    return rows8_u8_pairs<R>(p);
+    return rows8_u8_pairs(p);
   } else {
     return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)p));
   }
