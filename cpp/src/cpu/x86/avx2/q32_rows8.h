@@ -4,11 +4,10 @@
 // Per block and activation row: the unsigned 4/5-bit values' vpmaddubsw products summed in int16
 // (per lane at most 16 products of 15 * 127 for the whole block, or 8 of 31 * 127 per half), or
 // the signed values of Q8_0 and IQ4_NL (its codebook) through the sign trick one k-group at a
-// time; then two FMAs per block: Q4_0 and Q5_0 take their offset (-8, -16) against the
-// activations' block sum (s = xd * sum) inside the block's term, acc += d * (xd * S + kOffset * s)
-// (kOffset * s is exact; no multiply: one row takes 33 vector operations a block where d * xd * S
-// and the offset as a second term took 35); Q4_1/Q5_1 acc += d * xd * S, then their m times
-// llama.cpp's FP16-rounded block_q8_1 sum (sm, as the GGUF-layout kernels); Q8_0 and IQ4_NL one FMA.
+// time; then acc += d * xd * S,
+// plus the offset times an activation block sum: Q4_0's -8 d and Q5_0's -16 d times d * sum (s),
+// Q4_1/Q5_1's m times llama.cpp's FP16-rounded block_q8_1 sum (sm, as the GGUF-layout kernels):
+// two FMAs per block.
 #pragma once
 #include "cpu/x86/avx2/rows8_common.h"
 #include "quant/blocks.h"
@@ -116,23 +115,15 @@ template <class F, int R>
       q32_rows8_quarter<F, R, 0>(blk, xq, s16, isum);
       q32_rows8_quarter<F, R, 4>(blk, xq, s16, isum);
       const __m256 d = rows8_f16(blk);
+      __m256 off = _mm256_setzero_ps();
       if constexpr (F::kHalves == 2) {
-        const __m256 m = rows8_f16(blk + 16);
-        for (int j = 0; j < R; j++) {
-          acc[j] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(x[j].d[b])), _mm256_cvtepi32_ps(isum[j]), acc[j]);
-          acc[j] = _mm256_fmadd_ps(m, _mm256_set1_ps(x[j].sm[b]), acc[j]);
-        }
+        off = rows8_f16(blk + 16);
       } else if constexpr (F::kOffset != 0.f) {
-        // d * (xd * S + kOffset * s), s = xd * (the block's sum): kOffset * s is exact (a power of 2)
-        for (int j = 0; j < R; j++) {
-          const __m256 t = _mm256_fmadd_ps(_mm256_set1_ps(x[j].d[b]), _mm256_cvtepi32_ps(isum[j]),
-                                           _mm256_set1_ps(F::kOffset * x[j].s[b]));
-          acc[j] = _mm256_fmadd_ps(d, t, acc[j]);
-        }
-      } else {
-        for (int j = 0; j < R; j++) {
-          acc[j] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(x[j].d[b])), _mm256_cvtepi32_ps(isum[j]), acc[j]);
-        }
+        off = _mm256_mul_ps(d, _mm256_set1_ps(F::kOffset));
+      }
+      for (int j = 0; j < R; j++) {
+        acc[j] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(x[j].d[b])), _mm256_cvtepi32_ps(isum[j]), acc[j]);
+        if constexpr (F::kHalves == 2 || F::kOffset != 0.f) acc[j] = _mm256_fmadd_ps(off, _mm256_set1_ps(F::kHalves == 2 ? x[j].sm[b] : x[j].s[b]), acc[j]);
       }
     }
     for (int j = 0; j < R; j++) rows8_store(y + j * ldy, r, r1, acc[j]);
