@@ -51,25 +51,14 @@ inline __m256i q6k_rows8_scale(__m256i pair, int p) {
 
 // Block b's end, the same in every tile: the -32 as isum[j] -= sum_s (32 sc_s) * bsum_s (each
 // scale pair widened once for all R rows), then acc += d * xd * isum.
-// Pair u's part of the -32: isum[j] -= (32 sc_2u, 32 sc_2u+1) . (bsum_2u, bsum_2u+1), from the
-// pair's scales widened to int16 (pair).
 template <int R>
-[[gnu::always_inline]] inline void q6k_rows8_offset(__m256i pair, const ActQ8_K* x, int64_t b, int u, __m256i* isum) {
-  const __m256i pair32 = _mm256_slli_epi16(pair, 5);
-  for (int j = 0; j < R; j++) {
-    const int8_t* bs = (const int8_t*)(x[j].bsums + 16 * b + 2 * u);
-    isum[j] = _mm256_sub_epi32(isum[j], _mm256_madd_epi16(pair32, rows8_bcast(bs)));
-  }
-}
-
-// Offset: whether the block's -32 is still to be taken (the tall tiles), or was with each pair
-// (q6k_rows8_pair, which has the scales widened already).
-template <int R, bool Offset = true>
 [[gnu::always_inline]] inline void q6k_rows8_finish(const uint8_t* blk, int64_t b, const ActQ8_K* x, __m256i* isum,
                                                     __m256* acc) {
-  if constexpr (Offset) {
-    for (int u = 0; u < 8; u++) {
-      q6k_rows8_offset<R>(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i*)(blk + 16 + 16 * u))), x, b, u, isum);
+  for (int u = 0; u < 8; u++) {
+    const __m256i pair32 = _mm256_slli_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i*)(blk + 16 + 16 * u))), 5);
+    for (int j = 0; j < R; j++) {
+      const int8_t* bs = (const int8_t*)(x[j].bsums + 16 * b + 2 * u);
+      isum[j] = _mm256_sub_epi32(isum[j], _mm256_madd_epi16(pair32, rows8_bcast(bs)));
     }
   }
   const __m256 d = rows8_f16(blk);
@@ -97,7 +86,7 @@ template <DotU8S8 D, int R>
   }
 }
 
-// Groups 2u and 2u + 1 of block b (scales pair u) into isum[j], with their part of the -32.
+// Groups 2u and 2u + 1 of block b (scales pair u) into isum[j].
 template <DotU8S8 D, int R>
 [[gnu::always_inline]] inline void q6k_rows8_pair(const uint8_t* blk, const ActQ8_K* x, int64_t b, int u,
                                                   __m256i* isum) {
@@ -107,7 +96,6 @@ template <DotU8S8 D, int R>
     for (int j = 0; j < R; j++) xq[j] = x[j].qs + 256 * b + 16 * (2 * u + p);
     q6k_rows8_group<D, R>(blk, 2 * u + p, xq, q6k_rows8_scale<D>(pair, p), isum);
   }
-  q6k_rows8_offset<R>(pair, x, b, u, isum);
 }
 
 template <DotU8S8 D, int R>
@@ -125,7 +113,7 @@ template <DotU8S8 D, int R>
       __m256i isum[R];
       for (int j = 0; j < R; j++) isum[j] = _mm256_setzero_si256();
       for (int u = 0; u < 8; u++) q6k_rows8_pair<D, R>(blk, x, b, u, isum);
-      q6k_rows8_finish<R, false>(blk, b, x, isum, acc);
+      q6k_rows8_finish<R>(blk, b, x, isum, acc);
     }
     for (int j = 0; j < R; j++) rows8_store(y + j * ldy, r, r1, acc[j]);
   }
