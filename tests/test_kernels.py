@@ -508,4 +508,8 @@ def test_read_bandwidth_refuses_bad_arguments():
                    {"mib": 4, "passes": 10_000}, {"mib": 4, "threads": -1}, {"mib": 4, "threads": 100_000}):
         with pytest.raises(ValueError):
             _core.measure_read_bandwidth(**kwargs)
+    # more than half the machine's memory would be overcommitted, then kill the process while filled
+    half_mib = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2 // (1 << 20)
+    with pytest.raises(ValueError, match="half the machine's memory|mib must lie"):
+        _core.measure_read_bandwidth(half_mib + 16, 1, 1)
     assert _core.measure_read_bandwidth(4, 0, 1)["threads"] >= 1  # 0: every CPU this process may use

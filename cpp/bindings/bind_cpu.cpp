@@ -59,5 +59,6 @@ void register_cpu(py::module_& m) {
       "use) stream a `mib`-MiB buffer on transparent huge pages, allocated as a model's weights are,\n"
       "`passes` times. {best_GBps, median_GBps (1e9 bytes/s), checksum (the wrapping sum of its\n"
       "64-bit words, word i = i * 0x9E3779B97F4A7C15), bytes (whole 4 KiB pages), threads}. Take a\n"
-      "buffer several times the last-level cache, or it measures the cache.");
+      "buffer several times the last-level cache, or it measures the cache; ValueError past half the\n"
+      "machine's memory.");
 }

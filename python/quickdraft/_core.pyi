@@ -470,7 +470,8 @@ def measure_read_bandwidth(mib: typing.SupportsFloat = 512.0, threads: typing.Su
     use) stream a `mib`-MiB buffer on transparent huge pages, allocated as a model's weights are,
     `passes` times. {best_GBps, median_GBps (1e9 bytes/s), checksum (the wrapping sum of its
     64-bit words, word i = i * 0x9E3779B97F4A7C15), bytes (whole 4 KiB pages), threads}. Take a
-    buffer several times the last-level cache, or it measures the cache.
+    buffer several times the last-level cache, or it measures the cache; ValueError past half the
+    machine's memory.
     """
 def quantize(x: numpy.typing.ArrayLike, type_id: typing.SupportsInt | typing.SupportsIndex) -> numpy.typing.NDArray[numpy.uint8]:
     """

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include "common/error.h"
 #include "common/thread_pool.h"
@@ -34,8 +37,11 @@ uint64_t sum_words(const uint64_t* p, size_t n) {
 }  // namespace
 
 ReadRate measure_read_rate(size_t bytes, int threads, int passes) {
-  if (bytes < (size_t(1) << 20) || bytes > (size_t(64) << 30)) {
-    throw ArgError("measure_read_rate: bytes must lie in [1 MiB, 64 GiB]");
+  const long phys_pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
+  const size_t half_memory = phys_pages > 0 && page_size > 0 ? (size_t)phys_pages * (size_t)page_size / 2 : size_t(1) << 30;
+  if (bytes < (size_t(1) << 20) || bytes > half_memory) {
+    throw ArgError("measure_read_rate: bytes must lie in [1 MiB, half the machine's memory (" +
+                   std::to_string(half_memory >> 20) + " MiB)]");
   }
   if (passes < 1 || passes > 1000) throw ArgError("measure_read_rate: passes must lie in [1, 1000]");
   ThreadPool pool(threads);  // ArgError outside [0, kMaxThreads]
