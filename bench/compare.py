@@ -146,7 +146,10 @@ def worker(spec: dict) -> dict:
 
             # Round-robin over n, median of 5: the machine's speed drifts within minutes, and the
             # curve is read as ratios to n = 1, so every n is sampled across the same period.
+            # The probe before and after says which phase of the memory the curve was read in: n = 1
+            # is bound by memory, n >= 3 by the cores, so the ratios move with it.
             times = {n: [] for n in VERIFY_NS}
+            res["read_GBps_around_verify"] = [read_bandwidth(spec["threads"])]
             for rep in range(5):
                 for n in VERIFY_NS:
                     m.reset()
@@ -155,6 +158,7 @@ def worker(spec: dict) -> dict:
                     m.eval(ids[64:64 + n])
                     times[n].append(time.perf_counter() - t)
             res["verify_ms"] = {n: 1000 * sorted(ts)[len(ts) // 2] for n, ts in times.items()}
+            res["read_GBps_around_verify"].append(read_bandwidth(spec["threads"]))
         return res
     if kind == "spec":
         draft = None if spec["draft"] == "none" else spec["draft"]
@@ -370,7 +374,8 @@ def main() -> None:
                           f" GB/s: {100 * shares[-1]:.0f} %")
                 o["decode_share_of_read"] = statistics.median(shares)
                 print(f"    median {100 * o['decode_share_of_read']:.0f} % of the read bandwidth")
-                print(f"\n  verify cost on {key}: ms for one forward of n tokens (multiple of n=1)")
+                print(f"\n  verify cost on {key}: ms for one forward of n tokens (multiple of n=1); read "
+                      f"{' / '.join(f'{b:.1f}' for b in o['read_GBps_around_verify'])} GB/s before / after the curve")
                 ov = {int(k): v for k, v in o["verify_ms"].items()}  # JSON made the keys strings
                 for n in VERIFY_NS:
                     om, pm, o1 = ov[n], p["verify_ms"][n], ov[1]
