@@ -350,7 +350,8 @@ def main() -> None:
               "isa_llama.cpp": args.isa or "native", "read_GBps": bw, "models": {}, "spec": {}}
     print(f"quickdraft from {Path(quickdraft.__file__).parent}")
     print(f"CPU {result['cpu']}; ours on {result['isa_ours']}, llama.cpp built {result['isa_llama.cpp']}; "
-          f"read bandwidth {bw:.1f} GB/s at {t} threads (Qwen 1.5B decode ceiling {bw / 1.000:.1f} tok/s)")
+          f"read bandwidth {bw:.1f} GB/s at {t} threads (the Qwen 1.5B streams 1.000 GB a token: its decode "
+          f"ceiling {bw:.1f} tok/s)")
     if args.only in (None, "decode"):
         print(f"\n## Forward pass, {t} threads (tok/s; RSS MB)\n")
         print(f"{'model':<20} {'tg ours':>8} {'tg llama':>8} {'ratio':>6}  {'pp512 ours':>10} {'pp512 llama':>11} "

@@ -137,7 +137,7 @@ struct GroupPart {
   int64_t ldy;
   GemmKernel k;
   bool by_row;
-  int64_t chunk, n_chunks, first_task;
+  int64_t chunk, n_chunks, first_task;  // the task split: set only where tasks are used (not matmul_stolen)
 };
 
 // Batches of up to kStealRows rows (decode, draft steps, verify) stream the weights and reuse
@@ -215,9 +215,6 @@ void matmul_group_impl(const Matrix* const* ws, float* const* ys, const int64_t*
   const KernelTable& table = kernel_table(isa);
   if (count < 1 || count > kMaxGroup) throw ArgError("matmul: a group of " + std::to_string(count) + " products (1 to 4)");
   GroupPart parts[kMaxGroup];
-  constexpr int64_t kActBlock = 64;
-  const int64_t n_ablocks = (n + kActBlock - 1) / kActBlock;
-  int64_t n_tasks = 0;
   for (int m = 0; m < count; m++) {
     const Matrix& w = *ws[m];
     check_shape(w);
@@ -227,10 +224,6 @@ void matmul_group_impl(const Matrix* const* ws, float* const* ys, const int64_t*
     p.y = ys[m];
     p.ldy = ldys[m];
     p.k = find_kernel(table, w, &p.by_row);
-    p.chunk = rows_per_task(w, pool.size(), n);
-    p.n_chunks = (w.rows + p.chunk - 1) / p.chunk;
-    p.first_task = n_tasks;
-    n_tasks += p.n_chunks * n_ablocks;
   }
   if (n <= 0) return;
   bool shared = true;
@@ -261,6 +254,16 @@ void matmul_group_impl(const Matrix* const* ws, float* const* ys, const int64_t*
   // Tasks: (product, weight-row chunk, block of up to kActBlock activation rows), chunk-major
   // within each product. Long batches (prompts) are cut so a task's activations stay in L2 next
   // to its weights; every (row, column) is still computed the same way, whichever task holds it.
+  constexpr int64_t kActBlock = 64;
+  const int64_t n_ablocks = (n + kActBlock - 1) / kActBlock;
+  int64_t n_tasks = 0;
+  for (int m = 0; m < count; m++) {
+    GroupPart& p = parts[m];
+    p.chunk = rows_per_task(*p.w, pool.size(), n);
+    p.n_chunks = (p.w->rows + p.chunk - 1) / p.chunk;
+    p.first_task = n_tasks;
+    n_tasks += p.n_chunks * n_ablocks;
+  }
   pool.run((int)n_tasks, [&](int task) {
     int m = count - 1;
     while (m > 0 && task < parts[m].first_task) m--;
