@@ -189,7 +189,7 @@ def ours(spec: dict) -> dict:
 def decode_bytes(m) -> int:
     """Weight bytes one decode step streams: every matrix as loaded, less the token embedding's
     (rows looked up, not streamed) unless it is also the output layer (tied)."""
-    storage = m._weights.matrix_storage
+    storage = m.matrix_storage
     tied = "output.weight" not in storage
     return sum(b for name, (_, b, _) in storage.items() if tied or name != "token_embd.weight")
 

@@ -27,6 +27,18 @@ def test_properties(tiny):
     assert quickdraft.Model(path).n_ctx == 4096
 
 
+def test_matrix_storage_names_every_weight_matrix_with_its_bytes(model_path):
+    """What a decode streams (bench/compare.py's ceiling): every 2-D tensor of the file (the
+    gguf package's reading), each with the file's byte count whether repacked at load or not."""
+    import gguf
+
+    path = model_path("smollm2-135m")
+    want = {t.name: int(t.n_bytes) for t in gguf.GGUFReader(path).tensors if len(t.shape) == 2}
+    storage = quickdraft.Model(path, n_ctx=32, threads=1).matrix_storage
+    assert {name: b for name, (_, b, _) in storage.items()} == want
+    assert {layout for _, _, layout in storage.values()} <= {"rows8", "gguf"}
+
+
 def test_eval_accepts_lists_and_numpy_integers(tiny):
     path, _ = tiny
     m = quickdraft.Model(path, n_ctx=32)

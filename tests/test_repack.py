@@ -72,7 +72,6 @@ def test_rows8_kernels_are_batch_and_thread_invariant(t, isa, rows):
                 np.testing.assert_array_equal(y, full[i0:i0 + n], err_msg=f"{t.name} {isa} n={n} threads={threads}")
 
 
-
 @pytest.mark.parametrize("isa", REPACKING_ISAS)
 @pytest.mark.parametrize("t", [T.Q4_0, T.Q4_K, T.Q6_K], ids=lambda t: t.name)
 def test_small_batches_split_across_threads_keep_the_bits(t, isa):

@@ -164,6 +164,12 @@ class Model(Context):
         return self._weights.hparams
 
     @property
+    def matrix_storage(self) -> dict:
+        """{GGUF tensor name: (address, bytes, layout)} of every weight matrix as computed with
+        (layout 'rows8' for the copies repacked at load, 'gguf' for matrices read as stored)."""
+        return self._weights.matrix_storage
+
+    @property
     def tokenizer(self):
         """The model's tokenizer, built from the same GGUF file."""
         if self._tokenizer is None:
