@@ -15,7 +15,8 @@ an answer that repeats a prompt mostly outside a draft model's window (draft_win
 Draft levers (model and hybrid drafters): --draft-quant (requantize the draft at load),
 --draft-head (output rows the draft scores; 0 = all) and --draft-skip (layers the draft skips,
 ";"-separated sets of ","-separated layers) each take a list; every combination is one more
-engine, named by the values that differ from the defaults ("model q4_0 h16384 s12,13").
+engine, named by the values that differ from the defaults ("model q4_0 h16384 s12,13"). --self-skip
+does the same for the layers self-drafting skips (empty set: `default_skip_layers`).
 
 Prints, per prompt: plain tokens/s, then per drafter its tokens/s, the ratio to plain, the
 acceptance rate, the mean number of draft tokens accepted per round, the mean draft length and
@@ -123,6 +124,12 @@ def lever_variants(args) -> list[tuple[str, dict]]:
     return out
 
 
+def self_variants(args) -> list[tuple[str, dict]]:
+    """(name suffix, Engine keyword arguments) for each layer set --self-skip gives the self drafter."""
+    sets = [[int(i) for i in s.split(",") if i] for s in args.self_skip.split(";")]
+    return [(" s" + ",".join(map(str, sk)) if sk else "", dict(skip_layers=sk or None)) for sk in sets]
+
+
 def run(args) -> list[dict]:
     """All engines stay loaded and take turns per prompt and repetition, so that a change in
     the machine's load hits every drafter alike; each cell reports its median run."""
@@ -133,7 +140,8 @@ def run(args) -> list[dict]:
         if name in prompt_names:
             n_ctx = max(n_ctx, n + args.max_tokens + 256)
     for drafter in ["none"] + [d for d in args.drafters.split(",") if d and d != "none"]:
-        variants = lever_variants(args) if drafter in ("model", "hybrid") else [("", {})]
+        variants = (lever_variants(args) if drafter in ("model", "hybrid")
+                    else self_variants(args) if drafter == "self" else [("", {})])
         for suffix, levers in variants:
             engines[drafter + suffix] = Engine(args.target, draft=drafter_arg(drafter, args.draft), n_ctx=n_ctx,
                                                threads=args.threads, draft_max=args.draft_max, p_min=args.p_min,
@@ -226,6 +234,7 @@ def main(argv=None) -> int:
                    help="draft requantization types, e.g. none,q4_0 (auto: the Engine's default, Q4_0)")
     p.add_argument("--draft-head", default="auto", help="draft head sizes, e.g. auto,8192,16384,0 (0: all)")
     p.add_argument("--draft-skip", default="", help="layer sets the draft skips, e.g. ';12;8,16' (empty: none)")
+    p.add_argument("--self-skip", default="", help="layer sets self-drafting skips, e.g. ';6,9,12' (empty: the default set)")
     p.add_argument("--fixed", action="store_true",
                    help="draft draft_max tokens every step (p_min still stops early) instead of lengths chosen "
                         "from measured time: greedy acceptance is then the same on any machine, under any load")
