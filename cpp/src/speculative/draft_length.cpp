@@ -216,14 +216,18 @@ int DraftLength::probe_interval(int source, bool catch_up) const {
   // far below the one at which the drafter would pay: by (break-even / acceptance)^2. A new
   // sequence resets the first, not the second, so a drafter that never pays (self-speculation on
   // a small model) does not probe at the full budget's rate at the start of every generation. The
-  // evidence fades with every token emitted, and the stretch with it.
+  // evidence fades with every token emitted, and the stretch with it. Where no acceptance would
+  // pay at the costs measured, the stretch is 2^kNeverBackoff: a probe can only find costs changed
+  // (a plain step's timing moves the level of every estimate, not their shape).
   const double a = alpha(source);
   double doubt = 1.0;  // pays at a: break-even <= a, no stretch (and no bisection)
+  int most = kMaxBackoff;
   if (!pays_at(source, a)) {
     const double be = break_even(source);
     doubt = a > 0.0 ? (be / a) * (be / a) : 1e9;
+    if (be >= 1.0) doubt = 1e9, most = kNeverBackoff;  // no acceptance pays at these costs
   }
-  const double stretch = std::min<double>(1 << kMaxBackoff, std::max<double>(1 << s.failed_probes, doubt));
+  const double stretch = std::min<double>(1 << most, std::max<double>(1 << s.failed_probes, doubt));
   const double base = std::clamp(cost / (opt_.probe_budget * c1), (double)opt_.probe_every, 4096.0);
   return (int)(base * stretch);
 }

@@ -12,7 +12,9 @@
 // the text: as often as a budget of probe_budget of the time allows, counting what a probe
 // really costs (a model drafter idle for a while first catches up on the text it missed).
 // A refused probe doubles the interval, up to kMaxBackoff doublings, and an acceptance far below
-// the one at which the drafter would pay stretches it as far, across generations too. A fully
+// the one at which the drafter would pay stretches it as far, across generations too; costs at
+// which no acceptance would pay (self-drafting where a verify of a few rows is bound by the
+// cores) stretch it to kNeverBackoff doublings, until the costs change. A fully
 // accepted draft ends the backoff; a new sequence's first step probes at the interval of a probe
 // without a catch-up (the drafter has just read the prompt), and a source still idle after
 // kBodyProbeStep steps of a sequence probes once more then, whatever its interval: an answer's
@@ -62,6 +64,7 @@ struct DraftLengthOptions {
 class DraftLength {
  public:
   static constexpr int kMaxBackoff = 2;  // refused probes stretch the interval at most 2^this
+  static constexpr int kNeverBackoff = 4;  // ... and costs at which no acceptance pays, 2^this
   static constexpr int kBodyProbeStep = 16;  // a sequence's step at which an idle source probes again
   static constexpr int kMaxBodyBackoff = 3;  // refused body probes skip at most 2^this - 1 sequences
 
