@@ -109,25 +109,31 @@ def drafter_arg(name: str, draft: str):
     return {"none": None, "ngram": "ngram", "self": "self", "model": draft, "hybrid": ("hybrid", draft)}[name]
 
 
+def layer_sets(text: str) -> list[list[int]]:
+    """";"-separated sets of ","-separated layers ("" is the empty set: none skipped, or the default)."""
+    return [[int(i) for i in s.split(",") if i] for s in text.split(";")]
+
+
+def skip_name(layers: list[int]) -> str:
+    return " s" + ",".join(map(str, layers)) if layers else ""
+
+
 def lever_variants(args) -> list[tuple[str, dict]]:
     """(name suffix, Engine keyword arguments) for every combination of the draft levers."""
     quants = [None if q in ("", "none") else q for q in args.draft_quant.split(",")]
     heads = [None if h in ("", "auto") else int(h) for h in args.draft_head.split(",")]
-    skips = [[int(i) for i in s.split(",") if i] for s in args.draft_skip.split(";")]
     out = []
     for q in quants:
         for h in heads:
-            for sk in skips:
-                name = "".join([f" {q}" if q and q != "auto" else "", f" h{h}" if h is not None else "",
-                                " s" + ",".join(map(str, sk)) if sk else ""])
+            for sk in layer_sets(args.draft_skip):
+                name = "".join([f" {q}" if q and q != "auto" else "", f" h{h}" if h is not None else "", skip_name(sk)])
                 out.append((name, dict(draft_quant=q or "none", draft_head=h, draft_skip=sk or None)))
     return out
 
 
 def self_variants(args) -> list[tuple[str, dict]]:
     """(name suffix, Engine keyword arguments) for each layer set --self-skip gives the self drafter."""
-    sets = [[int(i) for i in s.split(",") if i] for s in args.self_skip.split(";")]
-    return [(" s" + ",".join(map(str, sk)) if sk else "", dict(skip_layers=sk or None)) for sk in sets]
+    return [(skip_name(sk), dict(skip_layers=sk or None)) for sk in layer_sets(args.self_skip)]
 
 
 def run(args) -> list[dict]:

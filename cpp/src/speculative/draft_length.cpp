@@ -224,8 +224,12 @@ int DraftLength::probe_interval(int source, bool catch_up) const {
   int most = kMaxBackoff;
   if (!pays_at(source, a)) {
     const double be = break_even(source);
-    doubt = a > 0.0 ? (be / a) * (be / a) : 1e9;
-    if (be >= 1.0) doubt = 1e9, most = kNeverBackoff;  // no acceptance pays at these costs
+    if (be >= 1.0) {  // no acceptance pays at these costs
+      doubt = 1e9;
+      most = kNeverBackoff;
+    } else {
+      doubt = a > 0.0 ? (be / a) * (be / a) : 1e9;
+    }
   }
   const double stretch = std::min<double>(1 << most, std::max<double>(1 << s.failed_probes, doubt));
   const double base = std::clamp(cost / (opt_.probe_budget * c1), (double)opt_.probe_every, 4096.0);
