@@ -1,0 +1,89 @@
+"""Two builds of quickdraft timed in turns: the forward of n tokens, paired.
+
+    cp -r python/quickdraft /tmp/a/                    # build A (say, main) ...
+    ./dev-build.sh && cp -r python/quickdraft /tmp/b/  # ... and build B, each a package folder's parent
+    QD_FORCE_ISA=avx2 python bench/ab_builds.py /tmp/a /tmp/b --ns 1,2,4,8 --reps 20
+
+Each build runs in a worker process of its own (two builds of the extension cannot share one
+process), with the model loaded and a 64-token context evaluated. The driver then asks the two in
+turns, order alternating, for one forward of n tokens after that context, and pairs each of B's
+timings with A's next to it. A shared machine's memory changes speed within seconds (this
+project's VM: 35 or 65 GB/s), which moves single timings by 30 % or more; a pair shares its
+phase, so the median of the paired ratios resolves differences of 1-2 % that separate runs
+cannot (an A/A run reads 0.99-1.01). Prints per n: each build's median and best, in ms, and the
+median ratio B / A with its quartiles.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+WORKER = r"""
+import sys, time
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import quickdraft
+from quickdraft import models
+m = quickdraft.Model(models.resolve(sys.argv[2]), n_ctx=1024, threads=int(sys.argv[3]))
+ids = [int(x) for x in np.random.default_rng(0).integers(100, min(m.n_vocab, 30000), 700)]
+m.eval_last(ids[:64])
+print("ready", flush=True)
+for line in sys.stdin:
+    n = int(line)
+    m.truncate(64)
+    t = time.perf_counter()
+    m.eval(ids[64:64 + n])
+    print(time.perf_counter() - t, flush=True)
+"""
+
+
+def quartiles(v: list[float]) -> tuple[float, float, float]:
+    s = sorted(v)
+    return s[len(s) // 4], s[len(s) // 2], s[3 * len(s) // 4]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("a", help="folder holding build A's quickdraft package")
+    ap.add_argument("b", help="folder holding build B's quickdraft package")
+    ap.add_argument("--model", default="qwen2.5-coder-1.5b")
+    ap.add_argument("--ns", default="1,2,4,8", help="rows per forward")
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--threads", type=int, default=2)
+    args = ap.parse_args()
+    for folder in (args.a, args.b):
+        if not (Path(folder) / "quickdraft").is_dir():
+            sys.exit(f"ab_builds: no quickdraft package in {folder}")
+    procs = {k: subprocess.Popen([sys.executable, "-c", WORKER, folder, args.model, str(args.threads)],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+             for k, folder in (("A", args.a), ("B", args.b))}
+    try:
+        for k, p in procs.items():
+            if p.stdout.readline().strip() != "ready":
+                sys.exit(f"ab_builds: worker {k} failed to start")
+        ns = [int(v) for v in args.ns.split(",")]
+        times = {(k, n): [] for k in procs for n in ns}
+        for rep in range(args.reps):
+            for n in ns:
+                for k in (("A", "B") if (rep + n) % 2 == 0 else ("B", "A")):
+                    procs[k].stdin.write(f"{n}\n")
+                    procs[k].stdin.flush()
+                    times[(k, n)].append(float(procs[k].stdout.readline()))
+    finally:
+        for p in procs.values():
+            p.stdin.close()
+            p.wait()
+    print(f"{args.model}, {args.threads} threads, {args.reps} pairs per n; ms")
+    print(f"{'n':>3} {'A median':>9} {'A best':>7} {'B median':>9} {'B best':>7} {'B / A':>6}  quartiles")
+    for n in ns:
+        a, b = times[("A", n)], times[("B", n)]
+        q1, med, q3 = quartiles([y / x for x, y in zip(a, b)])
+        print(f"{n:3d} {1e3 * quartiles(a)[1]:9.2f} {1e3 * min(a):7.2f} {1e3 * quartiles(b)[1]:9.2f} {1e3 * min(b):7.2f} "
+              f"{med:6.3f}  {q1:.3f}-{q3:.3f}")
+
+
+if __name__ == "__main__":
+    main()
