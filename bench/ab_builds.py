@@ -11,7 +11,8 @@ timings with A's next to it. A shared machine's memory changes speed within seco
 project's VM: 35 or 65 GB/s), which moves single timings by 30 % or more; a pair shares its
 phase, so the median of the paired ratios resolves differences of 1-2 % that separate runs
 cannot (an A/A run reads 0.99-1.01). Prints per n: each build's median and best, in ms, and the
-median ratio B / A with its quartiles.
+median ratio B / A with its quartiles; where the run saw both memory phases, the same for the
+pairs of each phase apart (by_phase).
 """
 
 from __future__ import annotations
@@ -43,6 +44,21 @@ for line in sys.stdin:
 def quartiles(v: list[float]) -> tuple[float, float, float]:
     s = sorted(v)
     return s[len(s) // 4], s[len(s) // 2], s[3 * len(s) // 4]
+
+
+def by_phase(a: list[float], b: list[float]) -> list[tuple[str, list[tuple[float, float]]]]:
+    """The pairs split by the memory's phase, where the run saw two: a kernel that is faster only
+    while the memory is fast (bound by the cores there, by memory in the slow phase) shows in the
+    fast pairs alone. A pair's phase is its geometric mean time against the geometric midpoint of
+    the 10th and 90th percentiles; one phase (those within 1.2x) gives no split."""
+    t = sorted((x * y) ** 0.5 for x, y in zip(a, b))
+    lo, hi = t[len(t) // 10], t[(9 * len(t)) // 10]
+    if len(t) < 8 or hi < 1.2 * lo:
+        return []
+    mid = (lo * hi) ** 0.5
+    fast = [(x, y) for x, y in zip(a, b) if (x * y) ** 0.5 < mid]
+    slow = [(x, y) for x, y in zip(a, b) if (x * y) ** 0.5 >= mid]
+    return [(name, pairs) for name, pairs in (("fast", fast), ("slow", slow)) if len(pairs) >= 4]
 
 
 def main() -> None:
@@ -83,6 +99,10 @@ def main() -> None:
         q1, med, q3 = quartiles([y / x for x, y in zip(a, b)])
         print(f"{n:3d} {1e3 * quartiles(a)[1]:9.2f} {1e3 * min(a):7.2f} {1e3 * quartiles(b)[1]:9.2f} {1e3 * min(b):7.2f} "
               f"{med:6.3f}  {q1:.3f}-{q3:.3f}")
+        for phase, pairs in by_phase(a, b):
+            q1, med, q3 = quartiles([y / x for x, y in pairs])
+            print(f"    {phase}: {len(pairs)} pairs at {1e3 * quartiles([x for x, _ in pairs])[1]:.2f} ms (A), "
+                  f"B / A {med:.3f}  {q1:.3f}-{q3:.3f}")
 
 
 if __name__ == "__main__":

@@ -64,6 +64,15 @@ def generate(ctl, rng: random.Random, a: float, draft: float, c_v, tokens: int, 
     return spent / made
 
 
+def calibrate(ctl, rng: random.Random, rows: int, draft: float, c_v, noise: float) -> None:
+    """The engine's warm-up at load: forwards of 1..rows rows timed once each, and a draft token
+    twice (the first timing of a draft is dropped)."""
+    for n in range(1, rows + 1):
+        ctl.record_forward(n, c_v(n) * math.exp(rng.gauss(0.0, noise)))
+    for _ in range(2 if rows else 0):
+        ctl.record_draft(0, 1, draft * math.exp(rng.gauss(0.0, noise)))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", default="1,2,4,8,16", help="row counts of the verify curve's points")
@@ -77,6 +86,9 @@ def main() -> None:
     ap.add_argument("--draft-max", type=int, default=8)
     ap.add_argument("--noise", type=float, default=0.05)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--calibrate", type=int, default=0,
+                    help="controllers first learn the verify of 1..N rows and a draft token as timed by the "
+                         "engine's warm-up at load; 0: not")
     args = ap.parse_args()
     c_v = interpolate([int(v) for v in args.rows.split(",")], [float(v) for v in args.curve.split(",")])
     hint = args.draft if args.hint is None else args.hint
@@ -89,10 +101,12 @@ def main() -> None:
         for _ in range(args.fresh):
             ctl = _core._testing.DraftLength(1, args.draft_max)
             ctl.set_cost_hint(0, hint, 0)
+            calibrate(ctl, rng, args.calibrate, args.draft, c_v, args.noise)
             generate(ctl, rng, a, args.draft, c_v, 8, args.noise)
             fresh.append(generate(ctl, rng, a, args.draft, c_v, args.tokens, args.noise))
         ctl = _core._testing.DraftLength(1, args.draft_max)
         ctl.set_cost_hint(0, hint, 0)
+        calibrate(ctl, rng, args.calibrate, args.draft, c_v, args.noise)
         session = [generate(ctl, rng, a, args.draft, c_v, args.tokens, args.noise) for _ in range(args.gens)][2:]
         print(f"{a:10.2f} {len(fresh) / sum(fresh):7.3f} {len(session) / sum(session):8.3f}")
 

@@ -621,3 +621,37 @@ def test_a_plain_step_timed_rarely_follows_the_machine(before, after):
         assert drafting(ks[300:600]) >= 0.9 and drafting(ks[750:1200]) <= 0.1, (drafting(ks[300:600]), drafting(ks[750:]))
     else:
         assert drafting(ks[300:600]) <= 0.1 and drafting(ks[750:1200]) >= 0.8, (drafting(ks[300:600]), drafting(ks[750:]))
+
+
+def test_forwards_timed_at_load_set_the_costs_and_no_acceptance():
+    """The engine's warm-up feeds record_forward (the target's forward of 1-4 rows after an
+    untimed one: no first timing to drop) and the drafter's step: the controller then knows its
+    costs before its first step and drafts at once where the prior acceptance pays, instead of
+    plain steps until a plain step is timed; its acceptance is still the prior."""
+    def warmed():
+        ctl = _core._testing.DraftLength(1, 8)
+        ctl.set_cost_hint(0, 0.1)
+        for n in range(1, 5):
+            ctl.record_forward(n, c_v_flat(n))
+        return ctl
+
+    cold = _core._testing.DraftLength(1, 8)
+    cold.set_cost_hint(0, 0.1)
+    assert cold.next(0) == 0  # nothing timed: a plain step first
+    ctl = warmed()
+    for n in range(1, 5):
+        assert ctl.verify_cost(n) == pytest.approx(c_v_flat(n), rel=1e-9)
+    assert ctl.alpha(0) == pytest.approx(0.6)
+    k = ctl.next(0)
+    assert k >= best_k(0.6, 0.1, ctl.verify_cost, 8) > 0  # the prior, or longer: next() is optimistic while evidence is thin
+    # the drafter's step timed at load (twice: the first dropped) replaces the hint
+    ctl = warmed()
+    ctl.record_draft(0, 2, 9.0, 9.0)
+    ctl.record_draft(0, 2, 0.3, 0.3)
+    assert ctl.draft_cost(0) == pytest.approx(0.3) and ctl.step_cost(0) == pytest.approx(0.3)
+    assert ctl.alpha(0) == pytest.approx(0.6)
+    # costs at which drafting never pays at the prior: plain steps from the first, with no draft to time them
+    ctl = warmed()
+    ctl.record_draft(0, 2, 5.0, 5.0)
+    ctl.record_draft(0, 2, 5.0, 5.0)
+    assert ctl.next(0) == 0

@@ -241,3 +241,22 @@ def test_smollm2_chat_stops_at_end_of_turn(model_path):
     pieces = list(eng.stream_chat(msgs, max_tokens=48, temperature=0.0))
     assert "".join(p.text for p in pieces) == out.text  # the cached prompt changes nothing
     assert eng.last_completion.stats.prompt_tokens_cached > 0
+
+
+@pytest.mark.real
+@pytest.mark.parametrize("drafter", ["self", "model"])
+def test_warm_up_at_load_times_costs_and_leaves_no_trace(model_path, drafter):
+    """An adaptive drafter's engine times the target and the drafter once loaded (warm_up_seconds
+    > 0) and leaves their caches empty: its first generation reuses nothing from the warm-up and
+    reproduces plain decoding token for token. Engines that weigh no drafts skip it."""
+    path = model_path("smollm2-135m")
+    prompt = "def fibonacci(n):\n    if n < 2:\n        return n\n"
+    plain_engine = need_text(Engine(path, n_ctx=256, threads=2))
+    assert plain_engine.warm_up_seconds == 0.0
+    assert engine_for(path, drafter, str(path), n_ctx=256, threads=2, adaptive=False).warm_up_seconds == 0.0
+    plain = plain_engine.generate(prompt, max_tokens=24, temperature=0.0)
+    eng = engine_for(path, drafter, str(path), n_ctx=256, threads=2)
+    assert eng.warm_up_seconds > 0.0
+    out = eng.generate(prompt, max_tokens=24, temperature=0.0)
+    assert out.tokens == plain.tokens and out.text == plain.text
+    assert out.stats.prompt_tokens_cached == 0

@@ -126,6 +126,7 @@ void register_engine(py::module_& m) {
       .def_property_readonly("n_vocab", &qd::Engine::n_vocab)
       .def_property_readonly("n_ctx", &qd::Engine::n_ctx)
       .def_property_readonly("n_ctx_train", &qd::Engine::n_ctx_train)
+      .def_property_readonly("warm_up_seconds", &qd::Engine::warm_up_seconds)
       .def("stats", [](const qd::Engine& e) { return e.stats(); }, "The last generation's Stats (a copy).")
       .def_property_readonly("has_tokenizer", &qd::Engine::has_tokenizer)
       .def("tokenize", &qd::Engine::tokenize, py::arg("text"), py::arg("add_special") = true,

@@ -259,6 +259,7 @@ void register_testing(py::module_& m) {
            py::arg("first_seconds"), py::arg("step_seconds") = -1.0)
       .def("record_verify", &DraftLength::record_verify, py::arg("source"), py::arg("n_rows"), py::arg("n_accepted"),
            py::arg("seconds"))
+      .def("record_forward", &DraftLength::record_forward, py::arg("n_rows"), py::arg("seconds"))
       .def("record_catch_up", &DraftLength::record_catch_up, py::arg("source"), py::arg("seconds"),
            py::arg("n_tokens"))
       .def("set_cost_hint", &DraftLength::set_cost_hint, py::arg("source"), py::arg("share"),

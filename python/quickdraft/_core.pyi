@@ -254,6 +254,9 @@ class Engine:
     @property
     def text(self) -> str:
         ...
+    @property
+    def warm_up_seconds(self) -> float:
+        ...
 class LoadedModel:
     """
     A GGUF model's weights, mapped in place; shared by contexts.

@@ -247,6 +247,13 @@ class Engine:
     def n_ctx(self) -> int:
         return self._engine().n_ctx
 
+    @property
+    def warm_up_seconds(self) -> float:
+        """Seconds the load's warm-up took: with an adaptive drafter, the engine times the
+        target's forward of a few rows and the drafter's step once loaded, so that the first
+        generation drafts from this machine's costs instead of learning them (0.0: none)."""
+        return self._engine().warm_up_seconds
+
     def __repr__(self) -> str:
         if self._core is None:
             return "Engine(closed)"

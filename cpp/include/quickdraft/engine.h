@@ -211,6 +211,10 @@ class Engine {
   int n_vocab() const;
   int n_ctx() const;
   int n_ctx_train() const;  // the target's trained context length (0: unknown)
+  // Seconds the load's warm-up took: an adaptive drafter's engine times the target's forward of
+  // a few rows and the drafter's step once loaded, so that its first generation starts from this
+  // machine's costs (0: no warm-up).
+  double warm_up_seconds() const;
   bool has_tokenizer() const;
   // The target's tokenizer; UnsupportedError when its file has no tokenizer metadata.
   const Tokenizer& tokenizer() const;

@@ -304,6 +304,12 @@ void DraftLength::record_catch_up(int source, double seconds, int n_tokens) {
   if (n_tokens > 0) learn(&src_[source].u, seconds / n_tokens, -1.0);
 }
 
+void DraftLength::record_forward(int n_rows, double seconds) {
+  if (n_rows < 1 || n_rows >= (int)c_v_.size()) return;
+  c_v_[n_rows].seen = true;  // the warm-up ran an untimed forward first: no first touch to drop
+  learn(&c_v_[n_rows], seconds, verify_cost(n_rows));
+}
+
 void DraftLength::record_verify(int source, int n_rows, int n_accepted, double seconds) {
   if (n_rows < 1) return;
   steps_++;

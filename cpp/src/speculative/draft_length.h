@@ -26,9 +26,11 @@
 // not, so after an idle stretch a probe's evidence outweighs the old, and drafting resumes as
 // soon as the (optimistic, while evidence is thin) estimate says it pays.
 //
-// Before anything is timed: plain steps until a plain step's cost is known (its first timing is
-// dropped too), since every choice weighs drafts against it and a plain step never costs more
-// than plain decoding. A drafter's cost hint (a draft model's weight bytes over the target's)
+// An engine's warm-up at load times the target's forward of a few rows and the drafter's step
+// (record_forward, record_draft), so that a fresh engine's first generation starts from this
+// machine's costs. Without it (before anything is timed): plain steps until a plain step's cost
+// is known (its first timing is dropped too), since every choice weighs drafts against it and a
+// plain step never costs more than plain decoding. A drafter's cost hint (a draft model's weight bytes over the target's)
 // stands in for its draft cost until that is timed, so a drafter too dear to pay at the prior
 // acceptance starts idle, probing at the budget's pace, instead of drafting to find out.
 //
@@ -79,6 +81,10 @@ class DraftLength {
   void record_catch_up(int source, double seconds, int n_tokens);
   // A verify pass over n_rows = n_drafted + 1 rows, n_accepted of the drafted tokens kept.
   void record_verify(int source, int n_rows, int n_accepted, double seconds);
+  // A forward of the target over n_rows rows timed outside generation, after an untimed one (the
+  // engine's warm-up at load): learned as the cost of a verify of n_rows, first timing included,
+  // with no evidence on acceptance.
+  void record_forward(int n_rows, double seconds);
 
   // A draft token's expected cost as a share of a plain step, used until the draft is timed
   // (< 0, the default: unknown; the first drafts are then middling ones, to time it), and the

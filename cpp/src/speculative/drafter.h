@@ -58,6 +58,9 @@ class Drafter {
   // cache (a batched pass, no logits), adding their number to *evaluated. Returns true when
   // nothing is left to evaluate.
   virtual bool prefill(const std::vector<int32_t>& history, int max_tokens, int* evaluated) { return true; }
+  // The engine's warm-up at load: one draft token's step of source 0 run and timed, leaving
+  // the drafter as it was (an empty cache); seconds, or < 0 for a drafter with nothing to time.
+  virtual double time_step() { return -1.0; }
 };
 
 }  // namespace qd::speculative

@@ -83,6 +83,16 @@ bool ModelDrafter::prefill(const std::vector<int32_t>& history, int max_tokens, 
   return n == todo;
 }
 
+double ModelDrafter::time_step() {
+  reset(0);
+  const int32_t id = 0;
+  const double t0 = now();
+  model_->eval(&id, 1, logits_.data(), /*last_only=*/true);
+  const double seconds = now() - t0;
+  reset(0);
+  return seconds;
+}
+
 int ModelDrafter::catch_up(const std::vector<int32_t>& history, double* seconds) {
   // The cache keeps what it shares with history, but at least the last token is evaluated
   // again: its logits are the ones the next draft token comes from.

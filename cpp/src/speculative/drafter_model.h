@@ -40,6 +40,8 @@ class ModelDrafter : public Drafter {
   // Evaluates up to max_tokens more of the prompt: the last `window` tokens of history[:-1], or
   // all of them after what the cache already holds when that is no more (a chat's next turn).
   bool prefill(const std::vector<int32_t>& history, int max_tokens, int* evaluated) override;
+  // Only before the first generation: the cache is emptied after it.
+  double time_step() override;
 
   LogitSource& model() { return *model_; }
 

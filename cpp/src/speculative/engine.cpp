@@ -75,6 +75,7 @@ struct Engine::Parts {
   int n_ctx_train = 0;
   std::unique_ptr<DrafterChoice> choice;  // GenerateOptions::drafter
   std::mutex mu;  // one start() or step() at a time
+  double warm_up_seconds = 0.0;
 
   void finish(const EngineOptions& opt) {
     GeneratorConfig g;
@@ -219,6 +220,9 @@ Engine::Engine(const std::string& target_path, const EngineOptions& options) : p
     }
   }
   p.finish(opt);
+  // Adaptive drafting weighs drafts against timings: its first generation starts from this
+  // machine's costs, timed here, instead of learning them on its own tokens.
+  if (p.drafter && opt.adaptive && opt.draft_max > 0) p.warm_up_seconds = p.gen->warm_up();
 }
 
 Engine::Engine(std::unique_ptr<LogitSource> target, std::unique_ptr<Drafter> drafter,
@@ -268,6 +272,7 @@ const char* Engine::drafter() const { return parts_->drafter ? parts_->drafter->
 int Engine::n_vocab() const { return parts_->target->n_vocab(); }
 int Engine::n_ctx() const { return parts_->target->n_ctx(); }
 int Engine::n_ctx_train() const { return parts_->n_ctx_train; }
+double Engine::warm_up_seconds() const { return parts_->warm_up_seconds; }
 bool Engine::has_tokenizer() const { return parts_->tok != nullptr; }
 
 const Tokenizer& Engine::tokenizer() const {

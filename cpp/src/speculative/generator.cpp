@@ -32,7 +32,38 @@ DraftLength* Generator::lane(const Drafter* base, bool prediction, const Drafter
   auto length = std::make_unique<DraftLength>(n_sources, cfg_.draft_length);
   for (int i = 0; active && i < n_sources; i++) length->set_cost_hint(i, active->cost_hint(i), active->max_catch_up(i));
   lanes_.push_back({base, prediction, std::move(length)});
+  start_from_warm_up(lanes_.back());
   return lanes_.back().length.get();
+}
+
+double Generator::warm_up() {
+  if (!history_.empty()) throw ArgError("Generator::warm_up after a generation began");
+  const double t_start = now();
+  const int max_rows = std::min({kWarmUpRows, cfg_.draft_length.draft_max + 1, target_.n_ctx()});
+  std::vector<int32_t> ids(max_rows, 0);
+  std::vector<float> logits((size_t)max_rows * target_.n_vocab());
+  warm_forwards_.clear();
+  target_.eval(ids.data(), max_rows, logits.data(), false);  // untimed: pages the weights in, sizes the buffers
+  for (int n = 1; n <= max_rows; n++) {
+    target_.truncate(0);
+    const double t0 = now();
+    target_.eval(ids.data(), n, logits.data(), false);
+    warm_forwards_.push_back({n, now() - t0});
+  }
+  target_.truncate(0);
+  warm_steps_.clear();
+  for (int rep = 0; default_drafter_ && rep < 2; rep++) {
+    const double seconds = default_drafter_->time_step();
+    if (seconds >= 0.0) warm_steps_.push_back(seconds);
+  }
+  for (Lane& l : lanes_) start_from_warm_up(l);  // the default lane, made at construction
+  return now() - t_start;
+}
+
+void Generator::start_from_warm_up(Lane& l) {
+  for (const auto& [rows, seconds] : warm_forwards_) l.length->record_forward(rows, seconds);
+  if (l.base != default_drafter_ || l.prediction) return;  // the steps timed are the default drafter's
+  for (double seconds : warm_steps_) l.length->record_draft(0, 2, seconds, seconds);
 }
 
 bool Generator::is_stop_id(int32_t t) const {

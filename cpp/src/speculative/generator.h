@@ -19,6 +19,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "quickdraft/engine.h"
@@ -57,6 +58,14 @@ class Generator {
   bool step(std::vector<Chunk>* out);
   // Steps until finished; on_chunk returning false, or *cancel turning true, cancels.
   FinishReason run(const std::function<bool(const Chunk&)>& on_chunk, const std::atomic<bool>* cancel = nullptr);
+  // Before the first generation (the engine's warm-up at load, for adaptive drafting): after an
+  // untimed forward of kWarmUpRows rows (it pays the first touches of the weights and buffers),
+  // times the target's forward of 1 to kWarmUpRows rows, and the drafter's step twice (the first
+  // dropped, as every cost's first timing is), so that every draft-length controller starts from
+  // this machine's costs instead of spending its first generation learning them. The caches are
+  // left empty. Returns the seconds it took.
+  double warm_up();
+  static constexpr int kWarmUpRows = 4;
   // Thread-safe: the next step() finishes with "cancelled", keeping what was produced.
   void cancel() { cancel_.store(true); }
 
@@ -83,6 +92,10 @@ class Generator {
     std::unique_ptr<DraftLength> length;
   };
 
+  // A new lane's controller starts from warm_up()'s timings: the target's, and the drafter's
+  // steps where the lane drafts with the default drafter.
+  void start_from_warm_up(Lane& l);
+
   LogitSource& target_;
   Drafter* default_drafter_;
   Drafter* drafter_;                             // this generation's: the default, another, or prediction_
@@ -90,6 +103,8 @@ class Generator {
   const TokenStreamSource* text_src_;
   GeneratorConfig cfg_;
   std::vector<Lane> lanes_;
+  std::vector<std::pair<int, double>> warm_forwards_;  // warm_up()'s (rows, seconds), as timed
+  std::vector<double> warm_steps_;                     // warm_up()'s draft steps of the default drafter
   DraftLength* length_;                          // this generation's lane
   int draft_max_;                                // this generation's cap (<= cfg_.draft_length.draft_max)
   GenerateOptions opt_;
