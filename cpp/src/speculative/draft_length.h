@@ -30,12 +30,14 @@
 // (record_forward, record_draft), so that a fresh engine's first generation starts from this
 // machine's costs. Without it (before anything is timed): plain steps until a plain step's cost
 // is known (its first timing is dropped too), since every choice weighs drafts against it and a
-// plain step never costs more than plain decoding. A drafter's cost hint (a draft model's weight bytes over the target's)
-// stands in for its draft cost until that is timed, so a drafter too dear to pay at the prior
-// acceptance starts idle, probing at the budget's pace, instead of drafting to find out.
+// plain step never costs more than plain decoding. A drafter's cost hint (a draft model's weight
+// bytes over the target's) stands in for its draft cost until that is timed, so a drafter too
+// dear to pay at the prior acceptance starts idle, probing at the budget's pace, instead of
+// drafting to find out.
 //
-// The first timing of every cost is dropped: it pays first touches (page faults of freshly
-// mapped weights, scratch buffers growing), not the steady cost. Timings on a shared machine
+// The first timing of every cost is dropped (but record_forward's, which follow an untimed
+// forward): it pays first touches (page faults of freshly mapped weights, scratch buffers
+// growing), not the steady cost. Timings on a shared machine
 // drift with its load, so every measurement rescales all cost estimates together (the level
 // follows the machine quickly) and moves the measured one alone only slowly (the shape
 // c_v(n) / c_v(1), c_d / c_v is learned over many measurements): by a share per verify pass since
