@@ -3,6 +3,8 @@
     cp -r python/quickdraft /tmp/a/                    # build A (say, main) ...
     ./dev-build.sh && cp -r python/quickdraft /tmp/b/  # ... and build B, each a package folder's parent
     QD_FORCE_ISA=avx2 python bench/ab_builds.py /tmp/a /tmp/b --ns 1,2,4,8 --reps 20
+    python bench/slice_model.py && QD_FORCE_ISA=avx2 python bench/ab_builds.py /tmp/a /tmp/b \
+        --model bench/out/qwen2.5-coder-1.5b-slice.gguf --repeat 20 --reps 40   # bound by the cores
 
 Each build runs in a worker process of its own (two builds of the extension cannot share one
 process), with the model loaded and a 64-token context evaluated. The driver then asks the two in
@@ -32,12 +34,16 @@ m = quickdraft.Model(models.resolve(sys.argv[2]), n_ctx=1024, threads=int(sys.ar
 ids = [int(x) for x in np.random.default_rng(0).integers(100, min(m.n_vocab, 30000), 700)]
 m.eval_last(ids[:64])
 print("ready", flush=True)
+repeat = int(sys.argv[4])
 for line in sys.stdin:
     n = int(line)
-    m.truncate(64)
-    t = time.perf_counter()
-    m.eval(ids[64:64 + n])
-    print(time.perf_counter() - t, flush=True)
+    t = 0.0
+    for _ in range(repeat):
+        m.truncate(64)
+        t0 = time.perf_counter()
+        m.eval(ids[64:64 + n])
+        t += time.perf_counter() - t0
+    print(t / repeat, flush=True)
 """
 
 
@@ -69,11 +75,15 @@ def main() -> None:
     ap.add_argument("--ns", default="1,2,4,8", help="rows per forward")
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="forwards per timing (their mean): a slice model's forward (bench/slice_model.py) takes "
+                         "under a millisecond, where a single one times the thread pool's wake-ups more than the "
+                         "kernels")
     args = ap.parse_args()
     for folder in (args.a, args.b):
         if not (Path(folder) / "quickdraft").is_dir():
             sys.exit(f"ab_builds: no quickdraft package in {folder}")
-    procs = {k: subprocess.Popen([sys.executable, "-c", WORKER, folder, args.model, str(args.threads)],
+    procs = {k: subprocess.Popen([sys.executable, "-c", WORKER, folder, args.model, str(args.threads), str(args.repeat)],
                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
              for k, folder in (("A", args.a), ("B", args.b))}
     try:
