@@ -244,7 +244,7 @@ def test_smollm2_chat_stops_at_end_of_turn(model_path):
 
 
 @pytest.mark.real
-@pytest.mark.parametrize("drafter", ["self", "model"])
+@pytest.mark.parametrize("drafter", ["self", "model", "hybrid"])
 def test_warm_up_at_load_times_costs_and_leaves_no_trace(model_path, drafter):
     """An adaptive drafter's engine times the target and the drafter once loaded (warm_up_seconds
     > 0) and leaves their caches empty: its first generation reuses nothing from the warm-up and

@@ -25,6 +25,7 @@ class HybridDrafter : public Drafter {
   bool prefill(const std::vector<int32_t>& history, int max_tokens, int* evaluated) override {
     return model_->prefill(history, max_tokens, evaluated);
   }
+  double time_step() override { return model_->time_step(); }  // source 0's: the model
   ModelDrafter& model() { return *model_; }
 
  private:
