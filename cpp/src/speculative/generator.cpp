@@ -48,7 +48,7 @@ double Generator::warm_up() {
     target_.truncate(0);
     const double t0 = now();
     target_.eval(ids.data(), n, logits.data(), false);
-    warm_forwards_.push_back({n, now() - t0});
+    warm_forwards_.push_back(now() - t0);
   }
   target_.truncate(0);
   warm_steps_.clear();
@@ -61,8 +61,9 @@ double Generator::warm_up() {
 }
 
 void Generator::start_from_warm_up(Lane& l) {
-  for (const auto& [rows, seconds] : warm_forwards_) l.length->record_forward(rows, seconds);
+  for (size_t i = 0; i < warm_forwards_.size(); i++) l.length->record_forward((int)i + 1, warm_forwards_[i]);
   if (l.base != default_drafter_ || l.prediction) return;  // the steps timed are the default drafter's
+  // As a draft of two tokens: one step times the first drafted token and each further one alike.
   for (double seconds : warm_steps_) l.length->record_draft(0, 2, seconds, seconds);
 }
 

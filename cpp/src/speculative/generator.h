@@ -19,7 +19,6 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "quickdraft/engine.h"
@@ -103,8 +102,8 @@ class Generator {
   const TokenStreamSource* text_src_;
   GeneratorConfig cfg_;
   std::vector<Lane> lanes_;
-  std::vector<std::pair<int, double>> warm_forwards_;  // warm_up()'s (rows, seconds), as timed
-  std::vector<double> warm_steps_;                     // warm_up()'s draft steps of the default drafter
+  std::vector<double> warm_forwards_;  // warm_up()'s seconds for the forward of i + 1 rows
+  std::vector<double> warm_steps_;     // warm_up()'s draft steps of the default drafter
   DraftLength* length_;                          // this generation's lane
   int draft_max_;                                // this generation's cap (<= cfg_.draft_length.draft_max)
   GenerateOptions opt_;
