@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from quickdraft import Engine, _core
-from reference.spec_reference import SETTINGS, Params, chi_square_check, greedy_table, random_table, table_marginals
+from reference.spec_reference import (SETTINGS, Params, chi_square_check, greedy_table, random_table, table_logits,
+                                      table_marginals)
 
 V = 8
 
@@ -144,13 +145,55 @@ def test_model_drafting_for_itself_accepts_everything(tables):
     assert s.accepted_histogram[5] > 0 and sum(s.accepted_histogram) == s.steps
 
 
+def greedy_draft_lengths(target, draft, prompt, n_gen, draft_max, p_min):
+    """Each step's draft length in a greedy generation with draft_max every step, from the
+    definitions: the draft follows its table's argmax and ends at its first token whose softmax
+    probability is below p_min, that token included; the target keeps the agreeing prefix and
+    adds its own next token. Also every draft token's probability, to keep clear of p_min."""
+    seq, lengths, tops = list(prompt), [], []
+    while len(seq) - len(prompt) < n_gen:
+        k = min(draft_max, n_gen - (len(seq) - len(prompt)) - 1)
+        ctx = list(seq)
+        for _ in range(k):
+            logits = table_logits(draft, ctx, len(ctx) - 1).astype(np.float64)
+            p = np.exp(logits - logits.max())
+            ctx.append(int(np.argmax(logits)))
+            tops.append(p.max() / p.sum())
+            if tops[-1] < p_min:
+                break
+        lengths.append(len(ctx) - len(seq))
+        for x in ctx[len(seq):]:
+            if int(np.argmax(table_logits(target, seq, len(seq) - 1))) != x:
+                break
+            seq.append(x)
+        seq.append(int(np.argmax(table_logits(target, seq, len(seq) - 1))))
+    return lengths, np.array(tops)
+
+
+@pytest.mark.parametrize("p_min", [0.0, 0.45, 0.7, 0.95])
+def test_a_draft_ends_at_its_first_unsure_token(tables, p_min):
+    target, near = tables
+    lengths, tops = greedy_draft_lengths(target, near, PROMPT, 60, 4, p_min)
+    assert p_min == 0.0 or np.abs(tops - p_min).min() > 1e-4  # no token sits on the line (float32 softmax)
+    eng = table_engine(target, near, draft_max=4, p_min=p_min)
+    out = eng.generate(PROMPT, max_tokens=60, temperature=0.0)
+    assert out.tokens == greedy_table(target, PROMPT, 60, Params(temperature=0.0))
+    s = out.stats
+    assert s.draft_length_histogram == np.bincount(lengths, minlength=len(s.draft_length_histogram)).tolist()
+    assert s.drafted == sum(lengths)
+    if 0.0 < p_min < 0.9:  # the rule is exercised: some drafts end early
+        assert sum(s.draft_length_histogram[1:4]) > 0
+
+
 @pytest.mark.parametrize("setting", sorted(SETTINGS) + ["penalties"])
-@pytest.mark.parametrize("drafter", ["none", "model", "ngram", "hybrid"])
+@pytest.mark.parametrize("drafter", ["none", "model", "model p_min", "ngram", "hybrid"])
 def test_sampled_tokens_follow_the_target_distribution(tables, drafter, setting):
     prm = SETTINGS.get(setting) or Params(temperature=0.9, repeat_penalty=1.4, presence_penalty=0.3, top_k=6)
     target = tables[0]
     n_gen, n = 3, 20000
-    eng = table_engine(target, drafters(tables)[drafter], draft_max=3, adaptive=(drafter == "hybrid"))
+    # "model p_min": drafts that end at an unsure token (which one depends on the sampled q)
+    eng = table_engine(target, drafters(tables)[drafter.split()[0]], draft_max=3, adaptive=(drafter == "hybrid"),
+                       p_min=0.6 if "p_min" in drafter else 0.0)
     opt = _core.GenerateOptions()
     opt.max_tokens = n_gen
     opt.sampling = prm.native(_core)
@@ -158,7 +201,7 @@ def test_sampled_tokens_follow_the_target_distribution(tables, drafter, setting)
     margins = table_marginals(target, PROMPT, n_gen, prm)
     chi_square_check(out[:, 0], margins[0])
     chi_square_check(out[:, 2], margins[2])
-    if drafter in ("model", "ngram"):  # fixed draft length: the last run drafted too
+    if drafter in ("model", "model p_min", "ngram"):  # fixed draft length: the last run drafted too
         assert eng._core.stats().drafted > 0
 
 

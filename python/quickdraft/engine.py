@@ -139,8 +139,8 @@ class Engine:
     is a match of 8 tokens or more: shorter ones in new text are chance, and the model drafts
     them better (docs/benchmarks.md, "The hybrid's n-gram drafts only copies").
     draft_max: the most tokens drafted per step; the actual length adapts to measured costs
-    and acceptance (``adaptive=False`` always drafts draft_max). p_min: a model drafter stops
-    when its top probability falls below this (from its second token on: the first one's
+    and acceptance (``adaptive=False`` always drafts draft_max). p_min: a model drafter ends
+    a draft at its first token whose top probability is below this, that token included (its
     logits are paid for already, and verifying it costs little). skip_layers: the layers "self" skips (default:
     ``quickdraft._core.default_skip_layers(n_layer)``). ngram_min / ngram_max: suffix lengths
     the "ngram" drafter matches (not the hybrid's copies). draft_head: a model drafter ("self" too) computes its output layer

@@ -21,7 +21,7 @@ struct DraftRequest {
   int k = 0;                                 // at most this many tokens
   const sampling::SamplerParams* params = nullptr;
   sampling::Rng* rng = nullptr;              // the generator's, so one seed fixes the whole run
-  float p_min = 0.0f;                        // stop when the drafter's top probability falls below (after one token)
+  float p_min = 0.0f;                        // end the draft at the first token whose top probability is below
   int n_target_vocab = 0;                    // never propose ids >= this
   int source = 0;                            // the source to draw from: next_source()'s, or its alternative
 };

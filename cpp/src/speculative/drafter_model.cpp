@@ -145,11 +145,14 @@ void ModelDrafter::propose(const std::vector<int32_t>& history, const DraftReque
       top = q.max_prob();
       x = sampling::sample(q, *req.rng);
     }
-    if (top < req.p_min && i > 0) break;
     out->tokens.push_back(x);
     if (!greedy) out->q.push_back(q);
     ctx_.push_back(x);
-    if (i + 1 == k) break;  // the last draft token is evaluated next step, if accepted
+    // The last draft token is evaluated next step, if accepted. A token below p_min is proposed
+    // (its logits are paid; one more verify row costs little next to the chance of a token won)
+    // but ends the draft: what follows it would be drafted at a full step's cost and kept only
+    // if it is.
+    if (i + 1 == k || top < req.p_min) break;
     const double t0 = now();
     model_->eval(&x, 1, logits_.data(), true);
     step_seconds += now() - t0;

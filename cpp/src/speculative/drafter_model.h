@@ -1,10 +1,10 @@
 // Drafting with a language model: a small draft model, or the target's own weights run with
 // layers skipped (self-speculation, over the target's own KV cache: no catch-up, no prefill).
 // The drafter samples from q (the same logit processing as the verifier; greedy settings give
-// the q = one-hot case) and stops early when its top probability drops below p_min, never before
-// its first token: that token's logits cost the catch-up already, and one more verify row costs
-// little next to a token won (stopping before it would make the step dearer than a plain one,
-// unseen by the draft-length controller).
+// the q = one-hot case) and ends a draft at its first token whose top probability is below p_min,
+// that token included: its logits are paid already (the catch-up's, or the step before's), and
+// one more verify row costs little next to a token won, where the token after it would cost a
+// full draft step to be kept only if both are.
 #pragma once
 #include <memory>
 #include <string>

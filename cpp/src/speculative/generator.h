@@ -36,7 +36,7 @@ namespace qd::speculative {
 
 struct GeneratorConfig {
   DraftLengthOptions draft_length;
-  float p_min = 0.0f;              // drafter stops when its top probability is below (after one token)
+  float p_min = 0.0f;              // a draft ends at the drafter's first token whose top probability is below
   std::vector<int32_t> stop_ids;   // EOS / EOT / end-of-generation ids
   int prefill_chunk = 256;         // prompt tokens per step (bounds the cancel latency)
 };
