@@ -235,7 +235,7 @@ def main(argv=None) -> int:
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--draft-max", type=int, default=8)
-    p.add_argument("--p-min", type=float, default=0.5)
+    p.add_argument("--p-min", type=float, default=0.7)
     p.add_argument("--draft-quant", default="auto",
                    help="draft requantization types, e.g. none,q4_0 (auto: the Engine's default, Q4_0)")
     p.add_argument("--draft-head", default="auto", help="draft head sizes, e.g. auto,8192,16384,0 (0: all)")

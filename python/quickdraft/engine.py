@@ -141,7 +141,8 @@ class Engine:
     draft_max: the most tokens drafted per step; the actual length adapts to measured costs
     and acceptance (``adaptive=False`` always drafts draft_max). p_min: a model drafter ends
     a draft at its first token whose top probability is below this, that token included (its
-    logits are paid for already, and verifying it costs little). skip_layers: the layers "self" skips (default:
+    logits are paid for already, and verifying it costs little); 0.7 drafted the most per cost
+    on real drafts (docs/benchmarks.md, "A draft ends at its first unsure token"). skip_layers: the layers "self" skips (default:
     ``quickdraft._core.default_skip_layers(n_layer)``). ngram_min / ngram_max: suffix lengths
     the "ngram" drafter matches (not the hybrid's copies). draft_head: a model drafter ("self" too) computes its output layer
     only for the first draft_head token ids, the stop tokens and the ids that occur in the text
@@ -193,7 +194,7 @@ class Engine:
         n_ctx: int = 4096,
         threads: Optional[int] = None,
         draft_max: int = 8,
-        p_min: float = 0.5,
+        p_min: float = 0.7,
         adaptive: bool = True,
         skip_layers: Optional[Sequence[int]] = None,
         ngram_min: int = 2,

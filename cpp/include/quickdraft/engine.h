@@ -61,7 +61,7 @@ struct EngineOptions {
   int threads = 0;               // 0: one per CPU this process may run on; at most ThreadPool::kMaxThreads (1024)
   int draft_max = 8;             // most tokens drafted per step
   bool adaptive = true;          // pick each step's draft length from measured costs and acceptance
-  float p_min = 0.0f;            // a model drafter stops when its top probability falls below (after one token)
+  float p_min = 0.0f;            // a model drafter's draft ends at its first token whose top probability is below
   int ngram_min = 2, ngram_max = 4;  // suffix lengths the n-gram drafter matches
   int draft_max_lag = 64;        // a model drafter further behind restarts from the recent tokens
   int draft_window = 256;        // a draft model reads at most the last draft_window prompt tokens, and
