@@ -206,7 +206,7 @@ def share(part: float, total: float) -> str:
 def print_table(rows, args) -> None:
     plain_text = {r["prompt"]: r["text"] for r in rows if r["drafter"] == "none"}
     print(f"target {args.target}, draft {args.draft}, {args.threads} threads, {args.max_tokens} tokens, "
-          f"temperature {args.temperature}, draft_max {args.draft_max}{' fixed' if args.fixed else ''}, p_min {args.p_min}, "
+          f"temperature {args.temperature}, draft_max {args.draft_max}{' fixed' if args.fixed else ''}, p_min {'default' if args.p_min is None else args.p_min}, "
           f"ISA {_core.current_isa()}, median of {args.reps}")
     w = max([8] + [len(r["drafter"]) for r in rows])
     print(f"{'prompt':<11} {'drafter':<{w}} {'tok/s':>8} {'vs plain':>9} {'accept':>7} {'acc/round':>9} "
@@ -235,7 +235,7 @@ def main(argv=None) -> int:
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--draft-max", type=int, default=8)
-    p.add_argument("--p-min", type=float, default=0.7)
+    p.add_argument("--p-min", type=float, default=None, help="default: the engine's (0.9 for self, 0.7 for the others)")
     p.add_argument("--draft-quant", default="auto",
                    help="draft requantization types, e.g. none,q4_0 (auto: the Engine's default, Q4_0)")
     p.add_argument("--draft-head", default="auto", help="draft head sizes, e.g. auto,8192,16384,0 (0: all)")

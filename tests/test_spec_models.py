@@ -260,3 +260,20 @@ def test_warm_up_at_load_times_costs_and_leaves_no_trace(model_path, drafter):
     out = eng.generate(prompt, max_tokens=24, temperature=0.0)
     assert out.tokens == plain.tokens and out.text == plain.text
     assert out.stats.prompt_tokens_cached == 0
+
+
+@pytest.mark.real
+def test_p_min_defaults_to_0_9_for_self_and_0_7_for_a_draft_model(model_path):
+    """p_min=None takes the drafter's default (docs/benchmarks.md, "A draft ends at its first unsure
+    token"). Fixed-length greedy drafts show which one: their lengths differ between 0.7 and 0.9."""
+    path = model_path("smollm2-135m")
+    prompt = "def fibonacci(n):\n    if n < 2:\n        return n\n"
+
+    def lengths(draft, p_min):
+        eng = Engine(path, draft=draft, n_ctx=256, threads=2, draft_max=4, adaptive=False, p_min=p_min)
+        return eng.generate(prompt, max_tokens=48, temperature=0.0).stats.draft_length_histogram
+
+    for draft, default in (("self", 0.9), (str(path), 0.7)):
+        by_p_min = {p: lengths(draft, p) for p in (0.7, 0.9)}
+        assert by_p_min[0.7] != by_p_min[0.9]
+        assert lengths(draft, None) == by_p_min[default]
