@@ -2,6 +2,7 @@
 
     python bench/draft_cost_model.py                                   # model and self, p_min x draft_max
     python bench/draft_cost_model.py --drafters model --p-min 0.5,0.7 --draft-max 2,4 --prompts code,chat
+    python bench/draft_cost_model.py --rows 1,2,4,8 --curve 1,1.2,1.6,2.7 --draft-cost model=0.4,self=0.6   # your costs
 
 Each engine drafts draft_max tokens every step (adaptive=False), greedy, 128 tokens per prompt,
 so its drafts and the target's verdicts depend on the models and the text alone, never on the
@@ -16,7 +17,9 @@ per cent (the memory's read rate switches between two phases within seconds); th
 any difference in what is drafted and kept, exactly, and says nothing about the costs
 themselves. The presets are the forced-AVX2 curves of the 1.5B target on the Zen 4 VM
 (docs/benchmarks.md: slow memory, fifteenth session; fast memory, sixteenth) with the draft
-token costs timed there (the 0.5B at q4_0, self-drafting's default layers).
+token costs timed there (the 0.5B at q4_0, self-drafting's default layers); --rows, --curve and
+--draft-cost give another machine's (bench/compare.py prints the verify curve, bench/speculative.py
+the draft's time per token).
 """
 
 from __future__ import annotations
@@ -53,9 +56,20 @@ def main(argv=None) -> int:
     ap.add_argument("--prompts", default="code,chat,repetitive")
     ap.add_argument("--p-min", default="0.3,0.5,0.7,0.9")
     ap.add_argument("--draft-max", default="2,3,4,6")
+    ap.add_argument("--rows", default=None, help="with --curve and --draft-cost: this machine's costs instead of "
+                                                 "the presets (row counts of the verify curve's points)")
+    ap.add_argument("--curve", default=None, help="verify cost at those rows, in plain steps (bench/compare.py's curve)")
+    ap.add_argument("--draft-cost", default=None, help="a drafted token's cost in plain steps, per drafter: model=0.4,self=0.6")
     ap.add_argument("--max-tokens", type=int, default=128)
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args(argv)
+    phases = PHASES
+    if args.rows or args.curve or args.draft_cost:
+        if not (args.rows and args.curve and args.draft_cost):
+            ap.error("--rows, --curve and --draft-cost go together")
+        costs = dict(item.split("=") for item in args.draft_cost.split(","))
+        phases = {"given": ([int(v) for v in args.rows.split(",")], [float(v) for v in args.curve.split(",")],
+                            {d: float(c) for d, c in costs.items()})}
     target = str(models.resolve(args.target))
     prompts = args.prompts.split(",")
     p_mins = [float(v) for v in args.p_min.split(",")]
@@ -74,9 +88,9 @@ def main(argv=None) -> int:
     print(f"target {args.target}, draft {args.draft}, greedy, {args.max_tokens} tokens, draft_max every step; "
           f"cells: modelled speedup over plain decoding, {' / '.join(prompts)}")
     for drafter in args.drafters.split(","):
-        for phase, (rows, curve, draft_cost) in PHASES.items():
+        for phase, (rows, curve, draft_cost) in phases.items():
             c_v = interpolate(rows, curve)
-            print(f"\n{drafter}, {phase} memory (verify {'/'.join(map(str, curve))} at rows {'/'.join(map(str, rows))}, "
+            print(f"\n{drafter}, {phase + ' memory' if phase in PHASES else 'given costs'} (verify {'/'.join(map(str, curve))} at rows {'/'.join(map(str, rows))}, "
                   f"a drafted token {draft_cost[drafter]})")
             print(f"{'draft_max':>9} " + " ".join(f"{'p_min ' + str(p):>16}" for p in p_mins))
             for k in lengths:
