@@ -31,10 +31,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 from quickdraft import Engine, models  # noqa: E402
 
+# Each of the two takes its own folder off sys.path on import, so the folder goes back before each.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from speculative import PROMPTS, chat_prompt  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # controller_sim takes its own folder off the path
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 from controller_sim import interpolate  # noqa: E402
 
 PHASES = {  # verify rows, verify cost in plain steps, a drafted token's cost per drafter
@@ -67,7 +68,9 @@ def main(argv=None) -> int:
     if args.rows or args.curve or args.draft_cost:
         if not (args.rows and args.curve and args.draft_cost):
             ap.error("--rows, --curve and --draft-cost go together")
-        costs = dict(item.split("=") for item in args.draft_cost.split(","))
+        costs = dict(item.split("=", 1) for item in args.draft_cost.split(",") if "=" in item)
+        if missing := set(args.drafters.split(",")) - set(costs):
+            ap.error(f"--draft-cost has no cost for {', '.join(sorted(missing))} (drafter=cost, ...)")
         phases = {"given": ([int(v) for v in args.rows.split(",")], [float(v) for v in args.curve.split(",")],
                             {d: float(c) for d, c in costs.items()})}
     target = str(models.resolve(args.target))
