@@ -79,6 +79,61 @@ def test_same_seed_same_samples():
     assert a != c
 
 
+
+# The exponential race (sampling/race.h): a draw fixed by (seed, position), the same uniform per
+# token id whatever the distribution.
+
+
+@pytest.mark.parametrize("name", ["plain", "temperature", "top_p", "all_filters"])
+def test_race_draws_follow_the_distribution(name):
+    prm = CASES[name]
+    logits = (np.random.default_rng(5).standard_normal(16) * 1.5).astype(np.float32)
+    samples = _core._testing.race_tokens(logits, [], prm.native(_core), 40000, 1000, 17)
+    chi_square_check(samples, process(logits, [], prm))
+
+
+def test_race_over_a_large_vocabulary_follows_the_distribution():
+    # Most tokens fall below the bound that spares their logarithm: the ones it spares must be
+    # the ones that cannot win. A peaked head and a long tail, the shape of an LLM's softmax.
+    rng = np.random.default_rng(8)
+    logits = (rng.standard_normal(5000) * 2.5).astype(np.float32)
+    logits[:6] += 9.0
+    prm = Params(temperature=0.8)
+    want = process(logits, [], prm)
+    samples = np.array(_core._testing.race_tokens(logits, [], prm.native(_core), 40000, 7, 3))
+    head = np.arange(6)
+    chi_square_check(np.where(np.isin(samples, head), samples, 6), np.append(want[head], want[6:].sum()))
+
+
+def race_agreement_reference(p, q, n, rng):
+    """How often two distributions' exponential races pick the same token when they share each
+    token's uniform (numpy, independent of the engine's hash)."""
+    e = -np.log(rng.random((n, len(p))))
+    with np.errstate(divide="ignore"):
+        return float(np.mean(np.argmin(e / p, axis=1) == np.argmin(e / q, axis=1)))
+
+
+def test_race_couples_two_distributions_at_one_position():
+    rng = np.random.default_rng(9)
+    lp = (rng.standard_normal(32) * 2).astype(np.float32)
+    lq = (lp + rng.standard_normal(32).astype(np.float32) * 0.8).astype(np.float32)
+    prm = Params(temperature=1.0)
+    p, q = process(lp, [], prm), process(lq, [], prm)
+    n = 40000
+    a = np.array(_core._testing.race_tokens(lp, [], prm.native(_core), n, 0, 11))
+    b = np.array(_core._testing.race_tokens(lq, [], prm.native(_core), n, 0, 11))
+    agree = float(np.mean(a == b))
+    tv = 0.5 * np.abs(p - q).sum()
+    # The coupling's agreement, as an independent race gives it; never below (1 - tv) / (1 + tv),
+    # never above speculative sampling's 1 - tv.
+    assert agree == pytest.approx(race_agreement_reference(p, q, n, rng), abs=0.015)
+    assert (1 - tv) / (1 + tv) - 0.01 < agree < 1 - tv + 0.01
+    # Other positions draw independently: the same distribution at two positions agrees about
+    # as often as two independent draws (sum of p^2), not always.
+    c = np.array(_core._testing.race_tokens(lp, [], prm.native(_core), n, 0, 12))
+    assert float(np.mean(a == c)) == pytest.approx(float((p * p).sum()), abs=0.015)
+
+
 @pytest.mark.parametrize(
     "field,value,match",
     [

@@ -213,6 +213,67 @@ def test_same_seed_same_output(tables):
     assert a == b and a != c
 
 
+@pytest.mark.parametrize("setting", sorted(SETTINGS) + ["penalties"])
+def test_seeded_text_is_the_targets_own_whatever_drafts_it(tables, setting):
+    # A seed draws every token by the race at its position: drafted tokens are kept where the
+    # target's own draw agrees, so the text is plain decoding's with that seed, for any drafter,
+    # draft length and controller.
+    prm = SETTINGS.get(setting) or Params(temperature=0.9, repeat_penalty=1.4, presence_penalty=0.3, top_k=6)
+    kw = dict(max_tokens=50, temperature=prm.temperature, top_p=prm.top_p, top_k=prm.top_k,
+              repeat_penalty=prm.repeat_penalty, presence_penalty=prm.presence_penalty)
+    for seed in (5, 6):
+        want = table_engine(tables[0]).generate(PROMPT, seed=seed, **kw).tokens
+        assert len(want) == 50
+        drafted = 0
+        for drafter in ("ngram", "model", "self", "hybrid"):
+            for draft_max, adaptive, p_min in ((1, False, 0.0), (3, False, 0.6), (6, True, 0.0)):
+                eng = table_engine(tables[0], drafters(tables)[drafter], draft_max=draft_max, adaptive=adaptive,
+                                   p_min=p_min)
+                out = eng.generate(PROMPT, seed=seed, **kw)
+                assert out.tokens == want, (drafter, draft_max, adaptive, p_min)
+                drafted += out.stats.drafted
+        assert drafted > 0
+    other = table_engine(tables[0], tables[1]).generate(PROMPT, seed=7, **kw).tokens
+    assert other != want
+
+
+@pytest.mark.parametrize("drafter", ["none", "model", "ngram"])
+def test_seeded_tokens_follow_the_target_distribution(tables, drafter):
+    prm = SETTINGS["t1"]
+    eng = table_engine(tables[0], drafters(tables)[drafter], draft_max=3)
+    opt = _core.GenerateOptions()
+    opt.max_tokens = 3
+    opt.sampling = prm.native(_core)
+    opt.reproducible = True
+    out = _core._testing.sample_many(eng._core, PROMPT, opt, 20000, 77)
+    margins = table_marginals(tables[0], PROMPT, 3, prm)
+    chi_square_check(out[:, 0], margins[0])
+    chi_square_check(out[:, 2], margins[2])
+    if drafter != "none":  # fixed draft length: the last run drafted too
+        assert eng._core.stats().drafted > 0
+
+
+def test_the_race_keeps_about_as_many_drafted_tokens_as_speculative_sampling(tables):
+    # The race couples the draft's draw with the target's at each position: it keeps a drafted
+    # token nearly as often as the min(1, p / q) test (the optimum), never more.
+    prm = SETTINGS["t1"]
+    rates = {}
+    for reproducible in (False, True):
+        eng = table_engine(tables[0], tables[1], draft_max=3)
+        opt = _core.GenerateOptions()
+        opt.max_tokens = 24
+        opt.sampling = prm.native(_core)
+        opt.reproducible = reproducible
+        drafted = accepted = 0
+        for seed in range(300):
+            opt.sampling.seed = seed
+            _core._testing.sample_many(eng._core, PROMPT, opt, 1, seed)
+            s = eng._core.stats()
+            drafted, accepted = drafted + s.drafted, accepted + s.accepted
+        rates[reproducible] = accepted / drafted
+    assert 0.85 * rates[False] < rates[True] < rates[False] + 0.02, rates
+
+
 def _pieces(rng):
     letters = "abcdefgh"
     return ["".join(rng.choice(list(letters), size=rng.integers(1, 4))) for _ in range(V)]

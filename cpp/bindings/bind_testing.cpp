@@ -15,6 +15,7 @@
 #include "quant/quant_types.h"
 #include "quickdraft/engine.h"
 #include "sampling/logit_processor.h"
+#include "sampling/race.h"
 #include "speculative/draft_length.h"
 #include "speculative/drafter_hybrid.h"
 #include "speculative/context_source.h"
@@ -194,6 +195,17 @@ std::vector<int32_t> sample_tokens(FloatArray logits, const std::vector<int32_t>
   return out;
 }
 
+// The exponential race's draw from the processed distribution with seeds seed0, seed0 + 1, ...
+// at one position.
+std::vector<int32_t> race_tokens(FloatArray logits, const std::vector<int32_t>& history, const SamplerParams& params,
+                                 int n, uint64_t seed0, uint64_t position) {
+  if (n < 0) throw qd::ArgError("n must be >= 0");
+  const Distribution d = processed(logits, history, params);
+  std::vector<int32_t> out(n);
+  for (int i = 0; i < n; i++) out[i] = qd::sampling::sample_race(d, seed0 + i, position);
+  return out;
+}
+
 }  // namespace
 
 void register_testing(py::module_& m) {
@@ -232,6 +244,9 @@ void register_testing(py::module_& m) {
         py::arg("seed"), "n draft-and-verify trials over fixed logit rows.");
   t.def("process_logits", &process_logits, py::arg("logits"), py::arg("history"), py::arg("params"),
         "The processed next-token distribution, dense [V].");
+  t.def("race_tokens", &race_tokens, py::arg("logits"), py::arg("history"), py::arg("params"), py::arg("n"),
+        py::arg("seed0"), py::arg("position"),
+        "The exponential race's draw (sampling/race.h) with seeds seed0 .. seed0 + n - 1 at one position.");
   t.def("sample_tokens", &sample_tokens, py::arg("logits"), py::arg("history"), py::arg("params"), py::arg("n"),
         py::arg("seed"), "n samples of the processed distribution from one Rng(seed).");
   t.def(

@@ -183,8 +183,12 @@ class Engine:
 
     Greedy output (temperature=0) is token-for-token the target's own greedy output. Sampled
     output has exactly the target's distribution. Passing ``seed=`` when sampling makes the text
-    reproducible for a given drafter and draft_max: that generation drafts a fixed draft_max
-    tokens per step instead of lengths chosen from measured time (which vary with the load).
+    reproducible, and the same whatever drafts it: every token is drawn by an exponential race
+    fixed by the seed and its position (the draft's tokens too, so that they mostly agree with the
+    target's draws), and a drafted token is kept only where the target's own draw is that token.
+    So the text is plain decoding's with that seed, for any drafter, draft_max and load; the draft
+    lengths still adapt to measured time. It keeps a drafted token nearly as often as speculative
+    sampling does without a seed (docs/benchmarks.md, "Seeded sampling").
     """
 
     def __init__(
@@ -348,9 +352,9 @@ class Engine:
         else:
             ids = _checks.token_ids(prompt, core.n_vocab)
         temperature = _checks.temperature(temperature)
-        # An explicit seed when sampling asks for reproducible text: the draft length is then
-        # fixed (draft_max) instead of chosen from timings, which would change which random draws
-        # fall where. Greedy output is the target's argmax path whatever the draft length.
+        # An explicit seed when sampling asks for reproducible text: every token is then the race's
+        # draw at its position, which no draft length (chosen from timings) can move. Greedy output
+        # is the target's argmax path whatever the draft length.
         reproducible = seed is not None and temperature > 0
         seed = secrets.randbits(63) if seed is None else _checks.seed(seed)
         opt = _core.GenerateOptions()

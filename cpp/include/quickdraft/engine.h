@@ -97,8 +97,10 @@ struct GenerateOptions {
   int max_tokens = 256;
   std::vector<std::string> stop;  // stop strings; their text is not emitted
   bool ignore_eos = false;
-  // Draft draft_max tokens every step instead of a length chosen from measured time, so the
-  // same seed gives the same text whatever the machine's load (sampling with a fixed seed).
+  // Sampling with a fixed seed: every token is the exponential race's draw at its position
+  // (sampling/race.h), drafted tokens included, and kept where the target's own draw agrees. The
+  // text then depends on the seed, the settings and the target alone: the same whatever drafts it,
+  // how much, and the machine's load (the draft lengths still adapt to measured time).
   bool reproducible = false;
   // Drafting for this call, within what the engine loaded: "" the engine's own drafter, else
   // "none", "ngram" (always available), "model", "self", "hybrid" (when loaded; else ArgError).

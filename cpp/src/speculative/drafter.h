@@ -24,6 +24,9 @@ struct DraftRequest {
   float p_min = 0.0f;                        // end the draft at the first token whose top probability is below
   int n_target_vocab = 0;                    // never propose ids >= this
   int source = 0;                            // the source to draw from: next_source()'s, or its alternative
+  // Sampled tokens drawn by the exponential race at their position (sampling/race.h), with
+  // params->seed, instead of from rng: a seeded generation, verified by the same race.
+  bool race = false;
 };
 
 class Drafter {

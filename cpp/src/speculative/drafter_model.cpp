@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "common/error.h"
+#include "sampling/race.h"
 
 namespace qd::speculative {
 
@@ -143,7 +144,7 @@ void ModelDrafter::propose(const std::vector<int32_t>& history, const DraftReque
     } else {
       proc.process(logits_.data(), n_vocab, ctx_.data(), ctx_.size(), &q, n_allowed);
       top = q.max_prob();
-      x = sampling::sample(q, *req.rng);
+      x = req.race ? sampling::sample_race(q, req.params->seed, history.size() + i) : sampling::sample(q, *req.rng);
     }
     out->tokens.push_back(x);
     if (!greedy) out->q.push_back(q);

@@ -94,7 +94,8 @@ void Generator::start(const std::vector<int32_t>& prompt, const GenerateOptions&
     if (t < 0 || t >= target_.n_vocab())
       throw ArgError("prediction token id " + std::to_string(t) + " is outside the vocabulary of " +
                      std::to_string(target_.n_vocab()));
-  auto verifier = std::make_unique<Verifier>(opt.sampling);  // validates the sampler settings
+  // validates the sampler settings
+  auto verifier = std::make_unique<Verifier>(opt.sampling, opt.reproducible && !opt.sampling.greedy());
   auto stops = std::make_unique<StopStrings>(opt.stop);
   // Past the checks: from here on the generator belongs to the new generation.
   opt_ = opt;
@@ -171,16 +172,16 @@ void Generator::speculate_step(std::vector<Chunk>* out) {
   draft_.clear();
   if (drafter_) {
     source = drafter_->next_source(history_);
-    const bool full = opt_.reproducible || drafter_->draft_in_full();
-    // A choice between sources from timings only where the lengths come from timings too, so
-    // that a reproducible generation's drafts do not depend on the machine's load.
+    const bool full = drafter_->draft_in_full();
+    // A choice between sources from timings only where the lengths come from timings too.
     const int alt = drafter_->alternative_source(source);
     if (alt >= 0 && !full && cfg_.draft_length.adaptive) source = length_->choose(source, alt);
     const int wanted = full ? draft_max_ : length_->next(source);
     k = std::min({wanted, draft_max_, room - 1, remaining - 1});
   }
   if (k > 0) {
-    const DraftRequest req{k, &opt_.sampling, &rng_, cfg_.p_min, target_.n_vocab(), source};
+    const DraftRequest req{k, &opt_.sampling, &rng_, cfg_.p_min, target_.n_vocab(), source,
+                           opt_.reproducible && !opt_.sampling.greedy()};
     drafter_->propose(history_, req, &draft_);
     draft_.source = source;
     const double dt = now() - t_start;

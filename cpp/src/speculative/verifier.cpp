@@ -1,6 +1,7 @@
 #include "speculative/verifier.h"
 
 #include "common/error.h"
+#include "sampling/race.h"
 
 namespace qd::speculative {
 
@@ -62,6 +63,16 @@ Verdict Verifier::verify(const float* logits, int n_vocab, const std::vector<int
       return v;
     }
     proc_.process(row, n_vocab, ctx_.data(), ctx_.size(), &p_);
+    if (race_) {  // the draw at this position, as plain decoding makes it: the draft only saves its pass
+      const int32_t t = sampling::sample_race(p_, params().seed, history.size() + i);
+      if (i < k && t == draft.tokens[i]) {
+        ctx_.push_back(t);
+        continue;
+      }
+      v.n_accepted = i;
+      v.token = t;
+      return v;
+    }
     if (i == k) {  // every draft token accepted: a bonus token from p
       v.n_accepted = k;
       v.token = sampling::sample(p_, rng);

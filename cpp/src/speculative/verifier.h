@@ -55,9 +55,14 @@ bool accept_draft_token(const Distribution& p, float q_x, int32_t x, sampling::R
 int32_t sample_residual(const Distribution& p, const Distribution* q, int32_t q_one_hot, sampling::Rng& rng,
                         std::vector<float>& dense);
 
+// Greedy: the draft's agreeing prefix, then the target's argmax. Sampled: speculative sampling
+// (accept_draft_token, then sample_residual or a bonus token from p), or with `race` (a seeded
+// generation) the target's own race draw at each position (sampling/race.h), the draft's agreeing
+// prefix kept: every emitted token is then the one the target alone draws there, whatever was
+// drafted.
 class Verifier {
  public:
-  explicit Verifier(const sampling::SamplerParams& params) : proc_(params) {}
+  explicit Verifier(const sampling::SamplerParams& params, bool race = false) : proc_(params), race_(race) {}
 
   const sampling::SamplerParams& params() const { return proc_.params(); }
 
@@ -68,6 +73,7 @@ class Verifier {
 
  private:
   sampling::LogitProcessor proc_;
+  bool race_ = false;
   Distribution p_;
   std::vector<int32_t> ctx_;  // history + accepted draft tokens, for the penalties
   std::vector<float> dense_;
