@@ -61,6 +61,17 @@ def test_top_p_over_a_large_vocabulary():
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-7)
 
 
+def test_softmax_over_the_whole_float_range():
+    # The sampler's own exp (a polynomial the compiler vectorizes): within float rounding of the
+    # float64 softmax wherever the result is a normal float, and 0 where it would be subnormal.
+    x = np.concatenate([[0.0], -np.geomspace(1e-6, 87.2, 20000), [-87.4, -95.0, -104.0, -1e4, -3e38]]).astype(np.float32)
+    got = _core._testing.process_logits(x, [], Params(temperature=1.0).native(_core)).astype(np.float64)
+    want = np.exp(x.astype(np.float64)) / np.exp(x.astype(np.float64)).sum()
+    normal = want > 1e-37  # the normalized probability too (the sum is in the thousands)
+    np.testing.assert_allclose(got[normal], want[normal], rtol=2e-6)
+    assert (got[x < -87.3] == 0).all() and normal.sum() > 19000
+
+
 @pytest.mark.parametrize("name", ["plain", "top_p", "all_filters"])
 def test_sampler_distribution(name):
     prm = CASES[name]

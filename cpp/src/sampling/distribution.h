@@ -19,8 +19,10 @@ struct Distribution {
     ids.assign(1, id);
     probs.assign(1, 1.0f);
   }
-  // Probability of `id` (0 when outside the support). Linear in the support size.
+  // Probability of `id` (0 when outside the support). At once where the support lists the ids
+  // in order from 0 (no filter took any out), else linear in the support size.
   float prob(int32_t id) const {
+    if (id >= 0 && (size_t)id < ids.size() && ids[id] == id) return probs[id];  // ids are distinct
     for (size_t i = 0; i < ids.size(); i++)
       if (ids[i] == id) return probs[i];
     return 0.0f;

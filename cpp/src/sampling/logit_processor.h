@@ -44,6 +44,7 @@ class LogitProcessor {
   SamplerParams params_;
   std::vector<float> work_;  // [n_vocab] penalized logits (only when penalties apply)
   std::vector<Cand> cand_;   // candidates still in the running
+  std::vector<float> exp_;   // [n_vocab] unnormalized softmax (without top_k)
   std::vector<int32_t> window_;
 };
 
