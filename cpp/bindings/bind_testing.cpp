@@ -273,7 +273,9 @@ void register_testing(py::module_& m) {
       .def("record_draft", &DraftLength::record_draft, py::arg("source"), py::arg("n_drafted"),
            py::arg("first_seconds"), py::arg("step_seconds") = -1.0)
       .def("record_verify", &DraftLength::record_verify, py::arg("source"), py::arg("n_rows"), py::arg("n_accepted"),
-           py::arg("seconds"))
+           py::arg("seconds"), py::arg("n_sure") = -1)
+      .def("alpha_unsure", &DraftLength::alpha_unsure, py::arg("source") = 0)
+      .def("sure_share", &DraftLength::sure_share, py::arg("source") = 0)
       .def("record_forward", &DraftLength::record_forward, py::arg("n_rows"), py::arg("seconds"))
       .def("record_catch_up", &DraftLength::record_catch_up, py::arg("source"), py::arg("seconds"),
            py::arg("n_tokens"))

@@ -39,6 +39,12 @@ constexpr double kPriorSlope = 0.15; // c_v(n) ~ c_v(1) * (1 + slope * (n - 1)) 
 // A token evaluated in a batch (a catch-up) costs about this share of a single-token step
 // until timed: prompt processing runs 4-5x the decode rate on an AVX2 laptop.
 constexpr double kBatchedShare = 0.25;
+// Before evidence (worth prior_weight tokens, like the acceptance's prior): an unsure drafted
+// token's acceptance, and the share of drafted tokens that are sure once one was not (until
+// then every token is sure). The 0.5B drafting for the 1.5B at p_min 0.7 measured 0.75-0.89 sure
+// and 0.6-0.8 of its unsure tokens kept on code and chat (bench/draft_cost_model.py --controller).
+constexpr double kUnsurePrior = 0.6;
+constexpr double kSurePrior = 0.75;
 }  // namespace
 
 DraftLength::DraftLength(int n_sources, const DraftLengthOptions& opt) : opt_(opt), src_(n_sources) {
@@ -72,6 +78,18 @@ double DraftLength::alpha(int source) const {
   const Source& s = src_[source];
   const double a = (s.accepted + opt_.alpha_prior * opt_.prior_weight) / (s.accepted + s.rejected + opt_.prior_weight);
   return std::clamp(a, 0.0, 0.995);
+}
+
+double DraftLength::alpha_unsure(int source) const {
+  const Source& s = src_[source];
+  const double a = (s.u_accepted + kUnsurePrior * opt_.prior_weight) / (s.u_accepted + s.u_rejected + opt_.prior_weight);
+  return std::clamp(a, 0.0, 0.995);
+}
+
+double DraftLength::sure_share(int source) const {
+  const Source& s = src_[source];
+  if (!s.any_unsure) return 1.0;
+  return (s.sure + kSurePrior * opt_.prior_weight) / (s.sure + s.unsure + opt_.prior_weight);
 }
 
 double DraftLength::verify_cost(int n) const {
@@ -140,11 +158,21 @@ int DraftLength::choose(int preferred, int other) {
 }
 
 double DraftLength::rate_at(int source, int k, double a) const {
-  const double tokens = (1.0 - std::pow(a, k + 1)) / (1.0 - a);
-  const double cv = verify_cost(k + 1);
   const double cd = planned_draft_cost(source);
-  if (cv <= 0.0 || cd < 0.0) return -1.0;
-  return tokens / (k == 0 ? cv : cd + (k - 1) * step_cost(source) + cv);
+  if (verify_cost(k + 1) <= 0.0 || cd < 0.0) return -1.0;
+  if (k == 0) return 1.0 / verify_cost(1);
+  const double s = sure_share(source), a_u = alpha_unsure(source), cs = step_cost(source);
+  // Over the draft's lengths j = 1..k: reach = s^(j-1), the chance that it reaches token j, and
+  // kept, the chance that tokens 1..j-1 were all sure and kept.
+  double tokens = 1.0, cost = 0.0, reach = 1.0, kept = 1.0;
+  for (int j = 1; j <= k; j++) {
+    tokens += kept * (s * a + (1.0 - s) * a_u);
+    const double ends_here = j < k ? reach * (1.0 - s) : reach;
+    cost += ends_here * (cd + (j - 1) * cs + verify_cost(j + 1));
+    reach *= s;
+    kept *= s * a;
+  }
+  return tokens / cost;
 }
 
 int DraftLength::next(int source) {
@@ -310,7 +338,7 @@ void DraftLength::record_forward(int n_rows, double seconds) {
   learn(&c_v_[n_rows], seconds, verify_cost(n_rows));
 }
 
-void DraftLength::record_verify(int source, int n_rows, int n_accepted, double seconds) {
+void DraftLength::record_verify(int source, int n_rows, int n_accepted, double seconds, int n_sure) {
   if (n_rows < 1) return;
   steps_++;
   // The level follows entries with a history of their own: an entry's first gap to the line
@@ -318,15 +346,23 @@ void DraftLength::record_verify(int source, int n_rows, int n_accepted, double s
   if (n_rows < (int)c_v_.size()) learn(&c_v_[n_rows], seconds, verify_cost(n_rows));
   // The text moves on by the kept tokens and the target's own one, drafted or not.
   const double fade = std::pow(opt_.decay, n_accepted + 1);
-  for (Source& t : src_) t.accepted *= fade, t.rejected *= fade;
+  for (Source& t : src_) {
+    t.accepted *= fade, t.rejected *= fade, t.u_accepted *= fade, t.u_rejected *= fade;
+    t.sure *= fade, t.unsure *= fade;
+  }
   Source& s = src_[source];
   const bool probe = s.probing, body = s.body_probing;
   s.probing = s.body_probing = false;
   const int n_drafted = n_rows - 1;
   if (n_drafted <= 0) return;
+  const int sure = n_sure < 0 ? n_drafted : std::clamp(n_sure, 0, n_drafted);
   const bool refused = n_accepted < n_drafted;
-  s.accepted += n_accepted;
-  s.rejected += refused ? 1.0 : 0.0;
+  s.sure += sure;
+  s.unsure += n_drafted - sure;
+  s.any_unsure = s.any_unsure || sure < n_drafted;
+  s.accepted += std::min(n_accepted, sure);
+  s.u_accepted += n_accepted - std::min(n_accepted, sure);
+  if (refused) (n_accepted < sure ? s.rejected : s.u_rejected) += 1.0;
   s.judged += n_accepted + (refused ? 1.0 : 0.0);
   if (!refused) s.failed_probes = 0;
   else if (probe) s.failed_probes = std::min(s.failed_probes + 1, kMaxBackoff);

@@ -8,6 +8,16 @@
 // second from running estimates; k = 0 is plain decoding, so speculation that does not pay
 // switches itself off.
 //
+// A model drafter ends its draft at its first unsure token (top probability below p_min): a draft
+// of at most k tokens is then shorter where the draft model is unsure, and its unsure last token is
+// kept less often than the sure ones. So each drafted token is counted as sure or unsure (the
+// drafter says how many of a draft's tokens were sure), with a share s of sure tokens and an
+// acceptance of each, a for sure tokens and a_u for unsure ones. A draft of at most k tokens then
+// has j < k tokens with probability s^(j-1) (1 - s) (its j-th unsure), k with s^(k-1), and its i-th
+// token is kept (all before it being sure and kept) with (s a)^(i-1) (s a + (1 - s) a_u): tokens and
+// cost are summed over those lengths. Where every token is sure (p_min 0, drafters without a
+// confidence), s = 1 and this is the formula above.
+//
 // While at k = 0 it probes now and then with a short draft, because acceptance changes with
 // the text: as often as a budget of probe_budget of the time allows, counting what a probe
 // really costs (a model drafter idle for a while first catches up on the text it missed).
@@ -81,8 +91,9 @@ class DraftLength {
   // Seconds a drafter spent catching up on n_tokens tokens before a draft (after plain steps),
   // left out of record_draft's costs: every probe from k = 0 pays it.
   void record_catch_up(int source, double seconds, int n_tokens);
-  // A verify pass over n_rows = n_drafted + 1 rows, n_accepted of the drafted tokens kept.
-  void record_verify(int source, int n_rows, int n_accepted, double seconds);
+  // A verify pass over n_rows = n_drafted + 1 rows, n_accepted of the drafted tokens kept; the
+  // first n_sure drafted tokens were sure and the others (at most the last) unsure, -1: all sure.
+  void record_verify(int source, int n_rows, int n_accepted, double seconds, int n_sure = -1);
   // A forward of the target over n_rows rows timed outside generation, after an untimed one (the
   // engine's warm-up at load): learned as the cost of a verify of n_rows, first timing included,
   // with no evidence on acceptance.
@@ -93,7 +104,11 @@ class DraftLength {
   // most tokens a probe after plain steps catches up on (0: the drafter has no cache).
   void set_cost_hint(int source, double share, int max_catch_up = 0);
 
+  // Acceptance of sure drafted tokens (all of them where none was unsure), of unsure ones, and the
+  // share of drafted tokens that are sure.
   double alpha(int source) const;
+  double alpha_unsure(int source) const;
+  double sure_share(int source) const;
   double draft_cost(int source) const { return src_[source].d.c; }
   double step_cost(int source) const { return src_[source].s.c > 0.0 ? src_[source].s.c : planned_draft_cost(source); }
   // Seconds a probe's catch-up costs: its tokens at the timed per-token cost, or at a batched
@@ -132,8 +147,11 @@ class DraftLength {
     int64_t last = 0;    // steps_ at its last timing
   };
   struct Source {
-    double accepted = 0.0, rejected = 0.0;  // decayed counts of kept / refused draft tokens
-    double judged = 0.0;                    // the same, never decayed: evidence ever seen
+    double accepted = 0.0, rejected = 0.0;  // decayed counts of kept / refused sure draft tokens
+    double u_accepted = 0.0, u_rejected = 0.0;  // ... and of unsure ones
+    double sure = 0.0, unsure = 0.0;        // decayed counts of drafted tokens, sure or not
+    bool any_unsure = false;                // a drafted token was ever unsure
+    double judged = 0.0;                    // kept and refused tokens, never decayed: evidence ever seen
     Cost d, s, u;                           // first drafted token, each further one, a caught-up token
     double hint = -1.0;                     // c_d / c_v(1) before c_d is timed, < 0 unknown
     int max_catch_up = 0;                   // tokens a probe catches up on at most
@@ -164,6 +182,8 @@ class DraftLength {
   void learn(Cost* cost, double seconds, double estimate);
   // The acceptance next() plans with: alpha() plus a bonus that fades as evidence accumulates.
   double alpha_for_choice(int source) const;
+  // Tokens per second of drafts of at most k from `source` with sure tokens kept at a (the
+  // measured share of sure tokens and acceptance of unsure ones).
   double rate_at(int source, int k, double a) const;
   // Whether some k > 0 beats plain steps at acceptance a.
   bool pays_at(int source, double a) const;

@@ -123,6 +123,7 @@ void ModelDrafter::propose(const std::vector<int32_t>& history, const DraftReque
     return;
   }
   out->clear();
+  out->n_sure = 0;
   // Room for the drafted tokens we evaluate (all but the last) in the draft's own context.
   const int k = std::min(req.k, model_->n_ctx() - (int)history.size() + 1);
   if (k <= 0) return;
@@ -153,6 +154,7 @@ void ModelDrafter::propose(const std::vector<int32_t>& history, const DraftReque
     // (its logits are paid; one more verify row costs little next to the chance of a token won)
     // but ends the draft: what follows it would be drafted at a full step's cost and kept only
     // if it is.
+    if (top >= req.p_min) out->n_sure = i + 1;
     if (i + 1 == k || top < req.p_min) break;
     const double t0 = now();
     model_->eval(&x, 1, logits_.data(), true);

@@ -213,7 +213,7 @@ void Generator::speculate_step(std::vector<Chunk>* out) {
   kv_tokens_.insert(kv_tokens_.end(), rows.begin(), rows.begin() + 1 + v.n_accepted);
   target_.truncate((int)kv_tokens_.size());
 
-  length_->record_verify(source, (int)rows.size(), v.n_accepted, t_sample - t_verify);
+  length_->record_verify(source, (int)rows.size(), v.n_accepted, t_sample - t_verify, draft_.n_sure);
   stats_.steps++;
   stats_.drafted += n_draft;
   stats_.accepted += v.n_accepted;

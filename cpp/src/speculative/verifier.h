@@ -24,6 +24,9 @@ struct Draft {
   std::vector<int32_t> tokens;
   std::vector<Distribution> q;
   int source = 0;  // which drafter produced it (hybrid: 0 model, 1 n-gram)
+  // The first n_sure tokens had a top probability of at least p_min, the rest (at most the last,
+  // which ended the draft) less; -1 for a drafter without a confidence: all sure.
+  int n_sure = -1;
   // Measured cost, < 0 when not measured: a model drafter's first token also pays for bringing
   // its KV cache up to date (usually two tokens in one batch), the later ones one eval each.
   double first_seconds = -1.0;
@@ -35,6 +38,7 @@ struct Draft {
     tokens.clear();
     q.clear();
     source = 0;
+    n_sure = -1;
     first_seconds = step_seconds = catch_up_seconds = -1.0;
     catch_up_tokens = 0;
   }
