@@ -80,6 +80,12 @@ double DraftLength::alpha(int source) const {
   return std::clamp(a, 0.0, 0.995);
 }
 
+double DraftLength::alpha_all(int source) const {
+  const Source& s = src_[source];
+  const double kept = s.accepted + s.u_accepted, judged = kept + s.rejected + s.u_rejected;
+  return std::clamp((kept + opt_.alpha_prior * opt_.prior_weight) / (judged + opt_.prior_weight), 0.0, 0.995);
+}
+
 double DraftLength::alpha_unsure(int source) const {
   const Source& s = src_[source];
   const double a = (s.u_accepted + kUnsurePrior * opt_.prior_weight) / (s.u_accepted + s.u_rejected + opt_.prior_weight);
@@ -157,11 +163,13 @@ int DraftLength::choose(int preferred, int other) {
   return lose;
 }
 
-double DraftLength::rate_at(int source, int k, double a) const {
+double DraftLength::rate_at(int source, int k, double a) const { return rate_at(source, k, a, alpha_unsure(source)); }
+
+double DraftLength::rate_at(int source, int k, double a, double a_u) const {
   const double cd = planned_draft_cost(source);
   if (verify_cost(k + 1) <= 0.0 || cd < 0.0) return -1.0;
   if (k == 0) return 1.0 / verify_cost(1);
-  const double s = sure_share(source), a_u = alpha_unsure(source), cs = step_cost(source);
+  const double s = sure_share(source), cs = step_cost(source);
   // Over the draft's lengths j = 1..k: reach = s^(j-1), the chance that it reaches token j, and
   // kept, the chance that tokens 1..j-1 were all sure and kept.
   double tokens = 1.0, cost = 0.0, reach = 1.0, kept = 1.0;
@@ -247,7 +255,7 @@ int DraftLength::probe_interval(int source, bool catch_up) const {
   // evidence fades with every token emitted, and the stretch with it. Where no acceptance would
   // pay at the costs measured, the stretch is 2^kNeverBackoff: a probe can only find costs changed
   // (a plain step's timing moves the level of every estimate, not their shape).
-  const double a = alpha(source);
+  const double a = alpha_all(source);
   double doubt = 1.0;  // pays at a: break-even <= a, no stretch (and no bisection)
   int most = kMaxBackoff;
   if (!pays_at(source, a)) {
@@ -273,9 +281,9 @@ double DraftLength::break_even(int source) const {
 }
 
 bool DraftLength::pays_at(int source, double a) const {
-  const double plain = rate_at(source, 0, a);
+  const double plain = rate_at(source, 0, a, a);
   for (int k = 1; k <= opt_.draft_max; k++)
-    if (rate_at(source, k, a) > plain) return true;
+    if (rate_at(source, k, a, a) > plain) return true;
   return false;
 }
 

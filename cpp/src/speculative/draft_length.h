@@ -109,6 +109,7 @@ class DraftLength {
   double alpha(int source) const;
   double alpha_unsure(int source) const;
   double sure_share(int source) const;
+  double alpha_all(int source) const;  // of every drafted token, sure or not
   double draft_cost(int source) const { return src_[source].d.c; }
   double step_cost(int source) const { return src_[source].s.c > 0.0 ? src_[source].s.c : planned_draft_cost(source); }
   // Seconds a probe's catch-up costs: its tokens at the timed per-token cost, or at a batched
@@ -185,9 +186,11 @@ class DraftLength {
   // Tokens per second of drafts of at most k from `source` with sure tokens kept at a (the
   // measured share of sure tokens and acceptance of unsure ones).
   double rate_at(int source, int k, double a) const;
-  // Whether some k > 0 beats plain steps at acceptance a.
+  double rate_at(int source, int k, double a, double a_u) const;  // ... and unsure ones at a_u
+  // Whether some k > 0 beats plain steps with every drafted token, sure or not, kept at a.
   bool pays_at(int source, double a) const;
-  // The lowest acceptance at which drafting from `source` pays (within 1e-3; 1 when none does).
+  // The lowest such acceptance at which drafting from `source` pays (within 1e-3; 1 when none
+  // does), which probe_interval weighs against alpha_all.
   double break_even(int source) const;
   // c_d as timed, else from the hint (< 0 when neither is known).
   double planned_draft_cost(int source) const;
