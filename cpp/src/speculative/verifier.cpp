@@ -52,8 +52,16 @@ Verdict Verifier::verify(const float* logits, int n_vocab, const std::vector<int
   Verdict v;
   for (int i = 0; i <= k; i++) {
     const float* row = logits + (size_t)i * n_vocab;
-    if (params().greedy()) {
-      const int32_t t = proc_.argmax(row, n_vocab, ctx_.data(), ctx_.size());
+    if (params().greedy() || race_) {
+      // The target's own token at this position, as plain decoding picks it (the argmax, or the
+      // seeded race's draw): the draft is kept where it agrees and only saves the target passes.
+      int32_t t;
+      if (params().greedy()) {
+        t = proc_.argmax(row, n_vocab, ctx_.data(), ctx_.size());
+      } else {
+        proc_.process(row, n_vocab, ctx_.data(), ctx_.size(), &p_);
+        t = sampling::sample_race(p_, params().seed, history.size() + i);
+      }
       if (i < k && t == draft.tokens[i]) {
         ctx_.push_back(t);
         continue;
@@ -63,16 +71,6 @@ Verdict Verifier::verify(const float* logits, int n_vocab, const std::vector<int
       return v;
     }
     proc_.process(row, n_vocab, ctx_.data(), ctx_.size(), &p_);
-    if (race_) {  // the draw at this position, as plain decoding makes it: the draft only saves its pass
-      const int32_t t = sampling::sample_race(p_, params().seed, history.size() + i);
-      if (i < k && t == draft.tokens[i]) {
-        ctx_.push_back(t);
-        continue;
-      }
-      v.n_accepted = i;
-      v.token = t;
-      return v;
-    }
     if (i == k) {  // every draft token accepted: a bonus token from p
       v.n_accepted = k;
       v.token = sampling::sample(p_, rng);
