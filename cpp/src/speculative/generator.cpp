@@ -94,7 +94,7 @@ void Generator::start(const std::vector<int32_t>& prompt, const GenerateOptions&
     if (t < 0 || t >= target_.n_vocab())
       throw ArgError("prediction token id " + std::to_string(t) + " is outside the vocabulary of " +
                      std::to_string(target_.n_vocab()));
-  // validates the sampler settings
+  // Validates the sampler settings. A seeded sampled generation draws by the race, drafts too.
   auto verifier = std::make_unique<Verifier>(opt.sampling, opt.reproducible && !opt.sampling.greedy());
   auto stops = std::make_unique<StopStrings>(opt.stop);
   // Past the checks: from here on the generator belongs to the new generation.
@@ -180,8 +180,7 @@ void Generator::speculate_step(std::vector<Chunk>* out) {
     k = std::min({wanted, draft_max_, room - 1, remaining - 1});
   }
   if (k > 0) {
-    const DraftRequest req{k, &opt_.sampling, &rng_, cfg_.p_min, target_.n_vocab(), source,
-                           opt_.reproducible && !opt_.sampling.greedy()};
+    const DraftRequest req{k, &opt_.sampling, &rng_, cfg_.p_min, target_.n_vocab(), source, verifier_->race()};
     drafter_->propose(history_, req, &draft_);
     draft_.source = source;
     const double dt = now() - t_start;

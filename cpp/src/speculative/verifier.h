@@ -69,6 +69,7 @@ class Verifier {
   explicit Verifier(const sampling::SamplerParams& params, bool race = false) : proc_(params), race_(race) {}
 
   const sampling::SamplerParams& params() const { return proc_.params(); }
+  bool race() const { return race_; }  // sampled tokens are race draws (a seeded generation)
 
   // logits: [draft.tokens.size() + 1][n_vocab] for [last] + draft. history: every token before
   // the draft (its last element is `last`).
