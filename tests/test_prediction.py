@@ -112,6 +112,22 @@ def test_per_call_drafter_and_draft_max(tables):
         plain.generate(PROMPT, max_tokens=4, drafter="model")
 
 
+def test_a_call_may_fix_the_draft_length(tables):
+    """adaptive=False drafts draft_max every step on an adaptive engine, whatever its controller
+    learned (here a draft model as dear as the target: it mostly stops drafting); the text stays
+    the target's."""
+    target, near = tables
+    want = greedy_table(target, PROMPT, 40, Params(temperature=0.0))
+    eng = table_engine(target, ("model", near), draft_max=4, adaptive=True)
+    assert eng.generate(PROMPT, max_tokens=40, temperature=0.0).tokens == want
+    for k in (4, 2):
+        out = eng.generate(PROMPT, max_tokens=40, temperature=0.0, draft_max=k, adaptive=False)
+        h = out.stats.draft_length_histogram
+        assert out.tokens == want
+        # Every step drafts k tokens but where fewer are left to emit (the last one or two steps).
+        assert h[k] >= out.stats.steps - 2 and sum(h[k + 1:]) == 0, h
+
+
 @pytest.mark.real
 def test_greedy_text_is_byte_identical_with_a_prediction(model_path):
     with quickdraft.Engine(model_path("smollm2-135m"), threads=2) as engine:

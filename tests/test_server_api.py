@@ -126,17 +126,23 @@ def test_prediction_changes_the_speed_not_the_text(server, client):
                                               prediction={"type": "content", "content": text})
     chunks = list(streamed)
     assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == text
-    assert chunks[-1].usage.completion_tokens_details.accepted_prediction_tokens == d.accepted_prediction_tokens
-    assert server.metric("quickdraft_prediction_tokens_total", verdict="accepted") >= 2 * d.accepted_prediction_tokens
+    # As many accepted as the call before, give or take where the adaptive draft length first
+    # took up the prediction (a choice from timings).
+    d_streamed = chunks[-1].usage.completion_tokens_details
+    assert d_streamed.accepted_prediction_tokens >= plain.usage.completion_tokens // 2
+    assert server.metric("quickdraft_prediction_tokens_total", verdict="accepted") >= (
+        d.accepted_prediction_tokens + d_streamed.accepted_prediction_tokens)
 
 
 def test_per_request_drafting(server, client):
     prompt = "Repeat exactly: one two three four five, one two three four five, one two three"
+    # A fixed draft length: adapting, the server may have learned that n-gram drafts do not pay on
+    # this machine (a verify of several rows costs nearly as many steps where the cores bind).
     texts, spec = {}, {}
     before = server.metric("quickdraft_drafted_tokens_total", source="ngram")
     for drafter in ("none", "ngram"):
         r = client.completions.create(model=MODEL, prompt=prompt, max_tokens=24, temperature=0,
-                                      extra_body={"speculative": {"drafter": drafter, "draft_max": 4}})
+                                      extra_body={"speculative": {"drafter": drafter, "draft_max": 4, "adaptive": False}})
         texts[drafter], spec[drafter] = r.choices[0].text, r.model_extra["speculative"]
     assert texts["none"] == texts["ngram"]
     assert spec["none"]["drafter"] == "none" and spec["none"]["drafted"] == 0

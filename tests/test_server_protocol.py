@@ -28,11 +28,11 @@ def test_chat_parameters_become_engine_options():
     r = chat(max_completion_tokens=7, temperature=0, top_p=0.5, seed=3, stop="x", presence_penalty=1,
              frequency_penalty=-1, n=1, stream=True, stream_options={"include_usage": True}, user="u",
              prediction={"type": "content", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
-             speculative={"drafter": "ngram", "draft_max": 3}, logprobs=False, tools=[], response_format={"type": "text"})
+             speculative={"drafter": "ngram", "draft_max": 3, "adaptive": False}, logprobs=False, tools=[], response_format={"type": "text"})
     o = r.options
     assert (o["max_tokens"], o["temperature"], o["top_p"], o["seed"], o["stop"]) == (7, 0.0, 0.5, 3, ["x"])
     assert (o["presence_penalty"], o["frequency_penalty"], o["prediction"]) == (1.0, -1.0, "ab")
-    assert (o["drafter"], o["draft_max"], r.stream, r.include_usage) == ("ngram", 3, True, True)
+    assert (o["drafter"], o["draft_max"], o["adaptive"], r.stream, r.include_usage) == ("ngram", 3, False, True, True)
     assert chat().options["max_tokens"] == 100 and chat().options["temperature"] == 1.0
     dev = parse_chat({"model": "m", "messages": [{"role": "developer", "content": [{"type": "text", "text": "s"}]}]},
                      LIMITS)
@@ -48,6 +48,7 @@ def test_chat_parameters_become_engine_options():
     ({"stream_options": {"include_usage": True}}, "stream_options"), ({"prediction": "text"}, "prediction"),
     ({"speculative": {"drafter": "self"}}, "speculative.drafter"),
     ({"speculative": {"draft_max": 9}}, "speculative.draft_max"), ({"speculative": {"k": 1}}, "speculative.k"),
+    ({"speculative": {"adaptive": 0}}, "speculative.adaptive"),
     ({"messages": []}, "messages"), ({"messages": [{"role": "tool", "content": "x"}]}, "messages[0].role"),
     ({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]}, "messages[0].content[0]"),
     ({"model": None}, "model"),

@@ -36,6 +36,7 @@ void register_engine(py::module_& m) {
       .def_readwrite("reproducible", &qd::GenerateOptions::reproducible)
       .def_readwrite("drafter", &qd::GenerateOptions::drafter)
       .def_readwrite("draft_max", &qd::GenerateOptions::draft_max)
+      .def_readwrite("adaptive", &qd::GenerateOptions::adaptive)
       .def_readwrite("prediction", &qd::GenerateOptions::prediction);
 
   py::enum_<qd::DrafterKind> kind(m, "DrafterKind");

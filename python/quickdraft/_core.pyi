@@ -111,6 +111,7 @@ class GenerateOptions:
     reproducible: bool
     drafter: str
     draft_max: int
+    adaptive: bool
     prediction: list[int]
     sampling: SamplerParams
     def __init__(self) -> None:

@@ -334,6 +334,7 @@ class Engine:
         prediction: Optional[Prompt] = None,
         drafter: Optional[str] = None,
         draft_max: Optional[int] = None,
+        adaptive: bool = True,
     ) -> "Stream":
         """Yields Pieces as the target accepts them. temperature=0 is greedy; seed=None picks
         a random seed (in ``stats.seed``); stop strings end generation and are not emitted.
@@ -345,7 +346,9 @@ class Engine:
         changes the output, only the speed; ``stats.accepted_prediction_tokens`` and
         ``rejected_prediction_tokens`` count its drafted tokens kept and refused. drafter /
         draft_max: this call's drafting, within what the engine loaded: "none", "ngram", or the
-        engine's own kind ("model", "self", "hybrid"); a draft_max up to the engine's."""
+        engine's own kind ("model", "self", "hybrid"); a draft_max up to the engine's.
+        adaptive=False: this call drafts draft_max tokens every step wherever the drafter finds
+        them, whatever the measured costs say (True: the engine's own choice)."""
         core = self._engine()
         if isinstance(prompt, str):
             ids = list(self.tokenize(_checks.text("prompt", prompt)))
@@ -377,6 +380,7 @@ class Engine:
             opt.drafter = str(drafter)
         if draft_max is not None:
             opt.draft_max = int(draft_max)
+        opt.adaptive = bool(adaptive)
         return self._run(core, ids, opt)
 
     def _run(self, core, ids, opt) -> "Stream":

@@ -106,6 +106,9 @@ struct GenerateOptions {
   // "none", "ngram" (always available), "model", "self", "hybrid" (when loaded; else ArgError).
   std::string drafter;
   int draft_max = -1;  // -1: the engine's draft_max; else at most that
+  // false: this call drafts draft_max every step (as far as the drafter finds tokens), whatever
+  // the measured costs say; true: the engine's own choice (adaptive when it was loaded so).
+  bool adaptive = true;
   // Predicted output (OpenAI's "Predicted Outputs"): token ids of the text the caller expects,
   // drafted from where the generated text matches it, with the drafter above elsewhere.
   // The output does not change, only the speed.

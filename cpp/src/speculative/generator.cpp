@@ -101,6 +101,7 @@ void Generator::start(const std::vector<int32_t>& prompt, const GenerateOptions&
   opt_ = opt;
   opt_.prediction.clear();  // the drafter keeps its own copy
   draft_max_ = opt.draft_max < 0 ? cap : opt.draft_max;
+  adaptive_ = cfg_.draft_length.adaptive && opt.adaptive;
   verifier_ = std::move(verifier);
   stops_ = std::move(stops);
   drafter_ = drafter;
@@ -175,8 +176,8 @@ void Generator::speculate_step(std::vector<Chunk>* out) {
     const bool full = drafter_->draft_in_full();
     // A choice between sources from timings only where the lengths come from timings too.
     const int alt = drafter_->alternative_source(source);
-    if (alt >= 0 && !full && cfg_.draft_length.adaptive) source = length_->choose(source, alt);
-    const int wanted = full ? draft_max_ : length_->next(source);
+    if (alt >= 0 && !full && adaptive_) source = length_->choose(source, alt);
+    const int wanted = full || !adaptive_ ? draft_max_ : length_->next(source);
     k = std::min({wanted, draft_max_, room - 1, remaining - 1});
   }
   if (k > 0) {

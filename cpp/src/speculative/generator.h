@@ -106,6 +106,7 @@ class Generator {
   std::vector<double> warm_steps_;     // warm_up()'s draft steps of the default drafter
   DraftLength* length_;                          // this generation's lane
   int draft_max_;                                // this generation's cap (<= cfg_.draft_length.draft_max)
+  bool adaptive_ = true;                         // this generation's lengths come from the controller
   GenerateOptions opt_;
   std::unique_ptr<Verifier> verifier_;
   sampling::Rng rng_;

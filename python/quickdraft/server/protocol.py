@@ -181,9 +181,10 @@ def _common(body: dict, limits: Limits) -> dict:
     spec = body.get("speculative")
     if spec is not None:
         if not isinstance(spec, dict):
-            raise bad('speculative must be an object: {"drafter": ..., "draft_max": k}', "speculative", "invalid_type")
+            raise bad('speculative must be an object: {"drafter": ..., "draft_max": k, "adaptive": bool}',
+                      "speculative", "invalid_type")
         for key in spec:
-            if key not in ("drafter", "draft_max"):
+            if key not in ("drafter", "draft_max", "adaptive"):
                 raise bad(f"Unrecognized argument supplied: speculative.{key}", f"speculative.{key}",
                           "unknown_parameter")
         drafter = spec.get("drafter")
@@ -195,6 +196,12 @@ def _common(body: dict, limits: Limits) -> dict:
         k = _int(spec, "draft_max", 0, limits.draft_max, None, "speculative.draft_max")
         if k is not None:
             opt["draft_max"] = k
+        if spec.get("adaptive") is not None:
+            v = spec["adaptive"]
+            if not isinstance(v, bool):
+                raise bad(f"speculative.adaptive must be a boolean, got {json.dumps(v)}", "speculative.adaptive",
+                          "invalid_type")
+            opt["adaptive"] = v
     return opt
 
 
