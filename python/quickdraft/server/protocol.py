@@ -97,12 +97,13 @@ def _int(body: dict, name: str, lo: int, hi: int, default: Optional[int], param:
     return v
 
 
-def _bool(body: dict, name: str, default: bool = False) -> bool:
+def _bool(body: dict, name: str, default: Optional[bool] = False, param: Optional[str] = None) -> Optional[bool]:
     v = body.get(name)
+    param = param or name
     if v is None:
         return default
     if not isinstance(v, bool):
-        raise bad(f"{name} must be a boolean, got {json.dumps(v)}", name, "invalid_type")
+        raise bad(f"{param} must be a boolean, got {json.dumps(v)}", param, "invalid_type")
     return v
 
 
@@ -196,12 +197,9 @@ def _common(body: dict, limits: Limits) -> dict:
         k = _int(spec, "draft_max", 0, limits.draft_max, None, "speculative.draft_max")
         if k is not None:
             opt["draft_max"] = k
-        if spec.get("adaptive") is not None:
-            v = spec["adaptive"]
-            if not isinstance(v, bool):
-                raise bad(f"speculative.adaptive must be a boolean, got {json.dumps(v)}", "speculative.adaptive",
-                          "invalid_type")
-            opt["adaptive"] = v
+        adaptive = _bool(spec, "adaptive", None, "speculative.adaptive")
+        if adaptive is not None:
+            opt["adaptive"] = adaptive
     return opt
 
 
