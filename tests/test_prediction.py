@@ -141,3 +141,29 @@ def test_greedy_text_is_byte_identical_with_a_prediction(model_path):
         exact = engine.chat(messages, max_tokens=80, temperature=0, prediction=plain.text)
         assert exact.stats.accepted_prediction_tokens >= len(plain.tokens) // 2
         assert exact.stats.rejected_prediction_tokens <= 2
+
+
+@pytest.mark.real
+def test_each_calls_prediction_is_judged_on_its_own(model_path):
+    """An adaptive engine (a server's, shared by its requests) that learned from a wrong prediction
+    that predictions do not pay still takes up the next call's exact one at its first step: a
+    call's prediction restarts the controller's evidence on predictions, its first step probes, and
+    the prediction, once followed, is drafted in full. So on any machine the exact call drafts
+    draft_max at every step but the first (a probe) and the last (the tokens left)."""
+    with quickdraft.Engine(model_path("smollm2-135m"), threads=2, draft_max=8) as engine:
+        prompt = engine.tokenizer.apply_chat_template(
+            [{"role": "user", "content": "Write a Python function that reverses a linked list, with comments."}],
+            add_generation_prompt=True)
+        n = 64
+        ref = engine.generate(prompt, max_tokens=n, temperature=0, drafter="none").tokens
+        assert len(ref) == n
+        rng = np.random.default_rng(0)
+        for _ in range(2):
+            wrong = [int(rng.integers(100, 20000)) if i % 3 == 2 else t for i, t in enumerate(ref)]
+            assert engine.generate(prompt, max_tokens=n, temperature=0, prediction=wrong).tokens == ref
+            exact = engine.generate(prompt, max_tokens=n, temperature=0, prediction=ref)
+            assert exact.tokens == ref
+            s = exact.stats
+            assert s.rejected_prediction_tokens == 0
+            # a probe of 2 (3 tokens), 8 drafts a step (9 tokens) while 9 more are left, then the rest
+            assert s.accepted_prediction_tokens == 2 + 8 * ((n - 3) // 9) + ((n - 3) % 9 - 1), list(s.draft_length_histogram)

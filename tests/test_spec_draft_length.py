@@ -222,6 +222,44 @@ def test_one_failed_first_draft_is_probed_again_soon():
     assert ctl.probe_interval(0) > 4
 
 
+def test_a_restarted_source_probes_at_once_and_keeps_its_costs():
+    """restart(): a call's own prediction is judged on its own. A source refused until it went
+    idle with its longest backoff probes at the very next step once restarted, with its costs
+    unchanged, and a fully accepted probe lets the arithmetic draft again."""
+    ctl = _core._testing.DraftLength(1, 8)
+    ctl.record_verify(0, 1, 0, 0.025)
+    ctl.record_verify(0, 1, 0, 0.025)
+    for _ in range(40):  # drafts that cost little and are always refused: speculation goes idle
+        k = ctl.next(0)
+        if k:
+            ctl.record_draft(0, k, 0.001)
+        ctl.record_verify(0, k + 1, 0, c_v_steep(k + 1) * 0.025)
+    assert ctl.alpha(0) < 0.3
+    assert ctl.probe_interval(0) > 4
+    idle = [ctl.next(0) for _ in range(3)]
+    for k in idle:
+        ctl.record_verify(0, k + 1, 0, c_v_steep(k + 1) * 0.025)
+    assert idle == [0, 0, 0]
+    costs = (ctl.draft_cost(0), ctl.verify_cost(1), ctl.verify_cost(3))
+    ctl.new_sequence()
+    ctl.restart(0)
+    assert (ctl.draft_cost(0), ctl.verify_cost(1), ctl.verify_cost(3)) == costs
+    assert ctl.alpha(0) == pytest.approx(0.6)  # the prior again
+    k = ctl.next(0)
+    assert k == 2  # a probe's length
+    ctl.record_draft(0, k, 0.001)
+    ctl.record_verify(0, k + 1, k, c_v_steep(k + 1) * 0.025)
+    # accepted in full: drafting goes on at every step as the evidence grows
+    ks = []
+    for _ in range(6):
+        k = ctl.next(0)
+        ks.append(k)
+        if k:
+            ctl.record_draft(0, k, 0.001)
+        ctl.record_verify(0, k + 1, k, c_v_steep(k + 1) * 0.025)
+    assert all(k > 0 for k in ks), ks
+
+
 def test_optimism_fades_with_evidence():
     """With little evidence the choice plans with more than the point estimate of a (longer
     drafts judge more tokens a step); with a full window of evidence, with the estimate itself."""

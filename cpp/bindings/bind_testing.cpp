@@ -289,6 +289,7 @@ void register_testing(py::module_& m) {
       .def("step_cost", &DraftLength::step_cost, py::arg("source") = 0)
       .def("probe_interval", &DraftLength::probe_interval, py::arg("source") = 0, py::arg("catch_up") = true)
       .def("new_sequence", &DraftLength::new_sequence)
+      .def("restart", &DraftLength::restart, py::arg("source"))
       .def("rate", &DraftLength::rate, py::arg("source"), py::arg("k"));
 
   py::module_ k = t.def_submodule("kernels", "CPU kernel test and benchmark hooks");

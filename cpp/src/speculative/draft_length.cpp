@@ -227,7 +227,7 @@ int DraftLength::next_length(int source) {
   }
   if (!s.idle) s.probe_ok = false;
   s.idle = true;
-  if (++s.idle_steps >= probe_interval(source, /*catch_up=*/!due) || body_probe) {
+  if (std::exchange(s.probe_next, false) || ++s.idle_steps >= probe_interval(source, /*catch_up=*/!due) || body_probe) {
     s.idle_steps = 0;
     s.probing = true;
     s.body_probing = body_probe;
@@ -299,6 +299,19 @@ void DraftLength::new_sequence() {
     s.body_skip = std::max(0, s.body_skip - 1);
     s.sequence_steps = body ? 0 : kBodyProbeStep;
   }
+}
+
+void DraftLength::restart(int source) {
+  Source& s = src_[source];
+  Source fresh;
+  fresh.d = s.d, fresh.s = s.s, fresh.u = s.u;
+  fresh.hint = s.hint;
+  fresh.max_catch_up = s.max_catch_up;
+  fresh.probe_due = s.probe_due;
+  fresh.sequence_steps = s.sequence_steps;
+  fresh.idle = true;  // from k = 0 only a fully accepted probe starts drafting ...
+  fresh.probe_next = true;  // ... and the next step is one
+  s = fresh;
 }
 
 void DraftLength::rescale(double factor) {

@@ -31,8 +31,9 @@
 // opening tokens (a function's name and parameters, a reply's first words) are the least
 // predictable part of it, and evidence from there alone understates what follows. Refused body
 // probes skip sequences (1, 3, then 7 before the next), so a drafter that never pays spends
-// little on them even in short generations. Only a fully accepted probe
-// restarts drafting from k = 0. Acceptance evidence fades with every emitted token, drafted or
+// little on them even in short generations. Only a fully accepted probe restarts drafting from
+// k = 0. A source whose text is new (a call's own prediction) restarts: its evidence and backoff
+// go, and its next step probes. Acceptance evidence fades with every emitted token, drafted or
 // not, so after an idle stretch a probe's evidence outweighs the old, and drafting resumes as
 // soon as the (optimistic, while evidence is thin) estimate says it pays.
 //
@@ -123,6 +124,11 @@ class DraftLength {
   // the prompt), and at step kBodyProbeStep once more unless refused body probes skip this
   // generation; idle steps count on across generations.
   void new_sequence();
+  // The source's text is new (a call's own prediction, unrelated to the last call's): what was
+  // learned of its acceptance no longer holds. Its evidence, backoff and idle state start afresh
+  // (its costs stay), and its next step probes, so that one fully accepted probe lets it draft at
+  // once, as after any stretch of plain steps.
+  void restart(int source);
   // Expected tokens per second for a draft of k from `source` (< 0 when unknown).
   double rate(int source, int k) const;
   // The expected tokens per second of the best length for `source` at its measured acceptance
@@ -162,6 +168,7 @@ class DraftLength {
     bool probing = false;                   // the last next() returned a probe
     bool probe_ok = false;                  // the last probe since going idle was fully accepted
     bool probe_due = false;                 // a new sequence began: its first step's probe has no catch-up
+    bool probe_next = false;                // restart(): the next step probes
     int sequence_steps = kBodyProbeStep;    // next() calls since the sequence began (none began yet: past the body probe)
     bool body_probing = false;              // the last next() returned a body probe
     int body_misses = 0;                    // body probes refused since one was fully accepted

@@ -114,6 +114,8 @@ void Generator::start(const std::vector<int32_t>& prompt, const GenerateOptions&
   stream_ = text_src_ ? text_src_->open(prompt) : nullptr;
   rng_.reseed(opt.sampling.seed);
   length_->new_sequence();
+  // A call's prediction is its own: the lane's evidence came from other calls' predictions.
+  if (prediction_) length_->restart(prediction_->source());
 
   // Reuse the KV entries the new prompt shares with what the cache holds (chat turns).
   size_t keep = 0;
