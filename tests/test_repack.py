@@ -39,6 +39,15 @@ def test_repack_then_copy_row_is_the_identity(t):
     np.testing.assert_array_equal(K.rows8_roundtrip(w, int(t), 24, cols_for(t)), w)
 
 
+def test_a_large_matrix_repacked_in_slices_is_the_same():
+    """A matrix of tens of MB repacks in slices of row groups, one thread each (load time): the
+    slices' seams lose nothing. 2053 groups of 8 rows (not a multiple of any slice count) of Q4_0,
+    about 19 MB."""
+    t, rows, cols = T.Q4_0, 8 * 2053, 2048
+    w = np.random.default_rng(5).integers(0, 256, (rows, cols // 32 * 18), dtype=np.uint8)
+    np.testing.assert_array_equal(K.rows8_roundtrip(w, int(t), rows, cols), w)
+
+
 @pytest.mark.parametrize("isa", _core.isa_available())
 @pytest.mark.parametrize("t", ROWS8_TYPES, ids=lambda t: t.name)
 def test_rows8_product_matches_the_gguf_layout(t, isa):

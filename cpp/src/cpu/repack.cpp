@@ -33,6 +33,9 @@
 #include <cstring>
 #include <new>
 #include <string>
+#include <system_error>
+#include <thread>
+#include <vector>
 
 #include "common/error.h"
 #include "common/pages.h"
@@ -470,16 +473,15 @@ bool rows8_wanted(const Matrix& w, Isa isa) {
          kernel_table(isa).rows8[w.type].fn != nullptr;
 }
 
-Matrix repack_rows8(const Matrix& w, uint8_t* dst, bool drop_source) {
-  if (w.layout != Layout::gguf || w.rows % 8 != 0 || !rows8_supported(w.type)) {
-    throw ArgError("repack_rows8: needs a GGUF-layout matrix of a rows8 type with rows a multiple of 8");
-  }
+namespace {
+// Row groups [g0, g1) of repack_rows8.
+void repack_groups(const Matrix& w, uint8_t* dst, int64_t g0, int64_t g1, bool drop_source) {
   const quant::TypeTraits* t = quant::type_traits(w.type);
   const int64_t nb = w.cols / t->block_size;
   const size_t gb = group_block_bytes(w.type);
   constexpr size_t kDropEvery = (size_t)4 << 20;
-  size_t dropped = 0;
-  for (int64_t g = 0; g < w.rows / 8; g++) {
+  size_t dropped = (size_t)(8 * g0) * w.row_bytes;
+  for (int64_t g = g0; g < g1; g++) {
     const uint8_t* rows = w.data + (size_t)(8 * g) * w.row_bytes;
     for (int64_t b = 0; b < nb; b++) {
       const uint8_t* src[8];
@@ -487,11 +489,39 @@ Matrix repack_rows8(const Matrix& w, uint8_t* dst, bool drop_source) {
       pack_block(w.type, src, dst + ((size_t)g * nb + b) * gb);
     }
     const size_t done = (size_t)(8 * (g + 1)) * w.row_bytes;
-    if (drop_source && (done - dropped >= kDropEvery || g + 1 == w.rows / 8)) {
-      release_pages(w.data + dropped, done - dropped);
+    if (drop_source && (done - dropped >= kDropEvery || g + 1 == g1)) {
+      release_pages(w.data + dropped, done - dropped);  // whole pages only: a slice's neighbours keep theirs
       dropped = done;
     }
   }
+}
+}  // namespace
+
+Matrix repack_rows8(const Matrix& w, uint8_t* dst, bool drop_source) {
+  if (w.layout != Layout::gguf || w.rows % 8 != 0 || !rows8_supported(w.type)) {
+    throw ArgError("repack_rows8: needs a GGUF-layout matrix of a rows8 type with rows a multiple of 8");
+  }
+  // Row groups in contiguous slices of at least kSliceBytes, one thread each (at load there is
+  // no thread pool yet): the packing and the first touch of the copy's new pages, which the
+  // kernel zeroes (most of a load's time), run on every core. The bytes are the same.
+  constexpr size_t kSliceBytes = (size_t)8 << 20;
+  const int64_t groups = w.rows / 8;
+  const size_t bytes = (size_t)w.rows * w.row_bytes;
+  const int64_t n_slices = std::clamp<int64_t>((int64_t)(bytes / kSliceBytes), 1,
+                                               std::min<int64_t>(groups, std::max(1u, std::thread::hardware_concurrency())));
+  std::vector<std::thread> threads;
+  int64_t started = 1;  // slices [1, started) run on their threads; slice 0 and any that could not start, here
+  for (; started < n_slices; started++) {
+    try {
+      threads.emplace_back(repack_groups, std::cref(w), dst, groups * started / n_slices,
+                           groups * (started + 1) / n_slices, drop_source);
+    } catch (const std::system_error&) {
+      break;
+    }
+  }
+  repack_groups(w, dst, 0, groups / n_slices, drop_source);
+  repack_groups(w, dst, groups * started / n_slices, groups, drop_source);
+  for (std::thread& t : threads) t.join();
   Matrix out = w;
   out.data = dst;
   out.layout = Layout::rows8;
