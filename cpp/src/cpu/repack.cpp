@@ -507,8 +507,8 @@ Matrix repack_rows8(const Matrix& w, uint8_t* dst, bool drop_source) {
   constexpr size_t kSliceBytes = (size_t)8 << 20;
   const int64_t groups = w.rows / 8;
   const size_t bytes = (size_t)w.rows * w.row_bytes;
-  const int64_t n_slices = std::clamp<int64_t>((int64_t)(bytes / kSliceBytes), 1,
-                                               std::min<int64_t>(groups, std::max(1u, std::thread::hardware_concurrency())));
+  const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
+  const int64_t n_slices = std::max<int64_t>(1, std::min<int64_t>({(int64_t)(bytes / kSliceBytes), groups, cores}));
   std::vector<std::thread> threads;
   int64_t started = 1;  // slices [1, started) run on their threads; slice 0 and any that could not start, here
   for (; started < n_slices; started++) {
