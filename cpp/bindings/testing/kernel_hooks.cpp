@@ -76,7 +76,7 @@ qd::cpu::Matrix laid_out(const qd::cpu::Matrix& w, qd::Isa isa, const std::strin
   }
   if (!repack) return w;
   *store = qd::cpu::rows8_alloc(w);
-  return qd::cpu::repack_rows8(w, store->get(), false);
+  return qd::cpu::repack_rows8(w, store->get(), false, 0);
 }
 
 using HalfArray = py::array_t<uint16_t, py::array::c_style | py::array::forcecast>;

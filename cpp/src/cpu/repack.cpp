@@ -497,7 +497,7 @@ void repack_groups(const Matrix& w, uint8_t* dst, int64_t g0, int64_t g1, bool d
 }
 }  // namespace
 
-Matrix repack_rows8(const Matrix& w, uint8_t* dst, bool drop_source) {
+Matrix repack_rows8(const Matrix& w, uint8_t* dst, bool drop_source, int max_threads) {
   if (w.layout != Layout::gguf || w.rows % 8 != 0 || !rows8_supported(w.type)) {
     throw ArgError("repack_rows8: needs a GGUF-layout matrix of a rows8 type with rows a multiple of 8");
   }
@@ -510,8 +510,8 @@ Matrix repack_rows8(const Matrix& w, uint8_t* dst, bool drop_source) {
   constexpr size_t kSliceBytes = (size_t)2 << 20;
   const int64_t groups = w.rows / 8;
   const size_t bytes = (size_t)w.rows * w.row_bytes;
-  const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
-  const int64_t n_slices = std::max<int64_t>(1, std::min<int64_t>({(int64_t)(bytes / kSliceBytes), groups, cores}));
+  const int64_t most = max_threads > 0 ? max_threads : std::max(1u, std::thread::hardware_concurrency());
+  const int64_t n_slices = std::max<int64_t>(1, std::min<int64_t>({(int64_t)(bytes / kSliceBytes), groups, most}));
   std::vector<std::thread> threads;
   int64_t started = 1;  // slices [1, started) run on their threads; slice 0 and any that could not start, here
   for (; started < n_slices; started++) {

@@ -57,7 +57,10 @@ Rows8Buffer rows8_alloc(const Matrix& w);  // one matrix: rows8_bytes(w) bytes
 // Writes w (GGUF layout, rows a multiple of 8) in the rows8 layout to dst (rows8_bytes(w) bytes)
 // and returns the matrix viewing dst. With drop_source, the pages of w's source bytes are handed
 // back to the kernel as they are consumed (madvise), so the copy replaces them in memory.
-Matrix repack_rows8(const Matrix& w, uint8_t* dst, bool drop_source);
+// max_threads: at most this many threads, each a slice of at least 2 MiB of w (0: one per core;
+// load time, where there is no thread pool yet); 1 where a generation repacks (no thread start
+// on a step).
+Matrix repack_rows8(const Matrix& w, uint8_t* dst, bool drop_source, int max_threads);
 
 // Row r of w in the GGUF layout (w.row_bytes bytes), whatever w's layout.
 void copy_row(const Matrix& w, int64_t r, uint8_t* dst);

@@ -244,7 +244,7 @@ struct Context::Impl {
       gguf.data = rows.data();
       gguf.rows = padded;
       head_packed = cpu::rows8_alloc(gguf);
-      cpu::repack_rows8(gguf, head_packed.get(), false);
+      cpu::repack_rows8(gguf, head_packed.get(), false, 1);  // on a generation's step: this thread only
       head_packed_stale = false;
     }
     extra.data = head_packed.get();

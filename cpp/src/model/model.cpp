@@ -55,7 +55,7 @@ void model::TransformerModel::repack_for_kernels() {
       return;
     }
     const uint8_t* original = m.data;
-    m = cpu::repack_rows8(m, repacked_.get() + offsets[slot.at(original)], true);
+    m = cpu::repack_rows8(m, repacked_.get() + offsets[slot.at(original)], true, 0);
     done[original] = m;
   });
   // A requantized copy that was repacked is read no more.
