@@ -98,6 +98,32 @@ def test_small_batches_split_across_threads_keep_the_bits(t, isa):
             np.testing.assert_array_equal(y, alone, err_msg=f"{t.name} {isa} n={n} threads={threads}")
 
 
+@pytest.mark.parametrize("isa", REPACKING_ISAS)
+def test_q6k_sums_at_the_int16_limits(isa):
+    """The AVX2 tall tiles (5 to 8 activation rows) hold Q6_K's sum of (e - 32) x over 8 weights in
+    an int16 half, the -32 taken in before the scale (x86/avx2/q6k_rows8.h). Its extremes: every
+    e = 0 (weight -32) or 63 against activations of all +127 or all -127, where each half is
+    exactly -32512, +32512, +31496 or -31496, with random signs and random activations beside them.
+    Every batch height matches one row at a time bit for bit, and the GGUF layout's product up to
+    float order."""
+    rows, cols = 16, 512
+    block = np.zeros((rows, cols // 256, 210), dtype=np.uint8)
+    block[8:, :, :192] = 0xFF  # rows 8-15: ql and qh all ones, e = 63; rows 0-7: e = 0
+    block[:, :, 192:208] = np.array([127, -128, 1, -1, 64, -64, 100, -100] * 2, dtype=np.int8).view(np.uint8)
+    block[:, :, 208:210] = np.array([1 / 1024], dtype=np.float16).view(np.uint8)
+    w = block.reshape(rows, -1)
+    rng = np.random.default_rng(3)
+    x = np.stack([np.ones(cols), -np.ones(cols), np.ones(cols), -np.ones(cols),
+                  np.sign(rng.standard_normal(cols)), np.ones(cols), -np.ones(cols),
+                  rng.standard_normal(cols)]).astype(np.float32)
+    alone = np.concatenate([K.matmul(w, int(T.Q6_K), rows, cols, x[i:i + 1], isa=isa) for i in range(8)])
+    ref = K.matmul(w, int(T.Q6_K), rows, cols, x, isa=isa, layout="gguf")
+    np.testing.assert_allclose(alone, ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max())
+    for n in range(2, 9):
+        np.testing.assert_array_equal(K.matmul(w, int(T.Q6_K), rows, cols, x[:n], isa=isa), alone[:n],
+                                      err_msg=f"{isa} n={n}")
+
+
 MODEL_CHECK = r"""
 import sys, numpy as np, quickdraft
 path = sys.argv[1]

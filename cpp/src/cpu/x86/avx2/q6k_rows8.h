@@ -2,7 +2,8 @@
 //
 // Per block (256 weights) and activation row: the unsigned 6-bit values e against the
 // activations, two k-groups' vpmaddubsw products summed in int16 (at most 8 products of 63 * 127
-// per lane: no overflow), then one vpmaddwd by the group's scale (with VNNI: a 16-weight group's
+// per lane: no overflow; the tall tiles sum four with the -32 taken in, q6k_rows8_tall_sub),
+// then one vpmaddwd by the group's scale (with VNNI: a 16-weight group's
 // vpdpbusd int32 sums, then one vpmulld: the same integers); the -32 as
 // -32 * sum_g sc_g * bsum_g by vpmaddwd. acc += d * xd * (S - 32 O), one FMA per block.
 //
@@ -12,6 +13,8 @@
 // Zen 4: forced AVX2 n = 1 27.9 -> 43.9 GB/s, n = 4 -23 % time; AVX-512 n = 1 -18 % time; the
 // same outputs bit for bit (docs/benchmarks.md).
 #pragma once
+#include <type_traits>
+
 #include "cpu/repack.h"
 #include "cpu/x86/avx2/rows8_common.h"
 
@@ -50,11 +53,12 @@ inline __m256i q6k_rows8_scale(__m256i pair, int p) {
 }
 
 // Block b's end, the same in every tile: the -32 as isum[j] -= sum_s (32 sc_s) * bsum_s (each
-// scale pair widened once for all R rows), then acc += d * xd * isum.
-template <int R>
+// scale pair widened once for all R rows; not where the sums already hold it, kOffset false:
+// the AVX2 tall tiles), then acc += d * xd * isum.
+template <int R, bool kOffset = true>
 [[gnu::always_inline]] inline void q6k_rows8_finish(const uint8_t* blk, int64_t b, const ActQ8_K* x, __m256i* isum,
                                                     __m256* acc) {
-  for (int u = 0; u < 8; u++) {
+  for (int u = 0; u < 8 && kOffset; u++) {
     const __m256i pair32 = _mm256_slli_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i*)(blk + 16 + 16 * u))), 5);
     for (int j = 0; j < R; j++) {
       const int8_t* bs = (const int8_t*)(x[j].bsums + 16 * b + 2 * u);
@@ -119,35 +123,82 @@ template <DotU8S8 D, int R>
   }
 }
 
+// Block b of R activation rows broadcast as Rows8Bcast holds them, plus for each row and group of
+// 16 Q6_K's -32 as an int16 pair: off[j][G] is (-32 * (x_16G+4i + x_16G+4i+1 summed over i < 4),
+// -32 * (x_16G+4i+2 + x_16G+4i+3 summed)), the two int16 halves' shares of vpmaddubsw's pair
+// sums over the group's 4 k-groups. 64 bytes more per row.
+template <int R>
+struct Rows8BcastQ6 : Rows8Bcast<R> {
+  alignas(32) int32_t off[R][16];
+
+  void fill(const ActQ8_K* x, int64_t b) {
+    Rows8Bcast<R>::fill(x, b);
+    const __m256i ones = _mm256_set1_epi8(1), m32 = _mm256_set1_epi16(-32);
+    for (int j = 0; j < R; j++) {
+      for (int s = 0; s < 8; s++) {  // groups 2s (low 128 bits) and 2s + 1 (high)
+        __m256i t = _mm256_maddubs_epi16(ones, _mm256_loadu_si256((const __m256i*)(x[j].qs + 256 * b + 32 * s)));
+        t = _mm256_add_epi16(t, _mm256_shuffle_epi32(t, 0x4E));
+        t = _mm256_mullo_epi16(_mm256_add_epi16(t, _mm256_shuffle_epi32(t, 0xB1)), m32);  // |.| <= 32 * 1016
+        off[j][2 * s] = _mm256_cvtsi256_si32(t);
+        off[j][2 * s + 1] = _mm_cvtsi128_si32(_mm256_extracti128_si256(t, 1));
+      }
+    }
+  }
+  __m256i offset(int j, int G) const { return _mm256_set1_epi32(off[j][G]); }
+};
+
 // Sub-block S (32 weights: groups 2S and 2S + 1) of one row group against R rows broadcast in xb,
 // into isum[R] (the tall tiles: rows8_tall). Its 8 vectors unpacked once and kept in registers;
-// row by row the products with the broadcast activations (memory operands) run in int16 sums of
-// two k-groups (maddubs; VNNI: int32 sums of a group of four), each folded by its group's scale,
-// and the row's total added to isum[j] in memory.
-template <DotU8S8 D, int R, int S>
-[[gnu::always_inline]] inline void q6k_rows8_tall_sub(const uint8_t* blk, const Rows8Bcast<R>& xb, __m256i* isum) {
+// row by row the products with the broadcast activations (memory operands) run in sums of a
+// group's 4 k-groups, each folded by its group's scale, and the row's total added to isum[j]:
+// - maddubs: int16 sums that take in the group's -32 share (xb.offset): each half ends at
+//   sum (e - 32) x over 8 weights, |.| <= 8 * 32 * 127 = 32512, an int16. Summed as
+//   (products of k-groups 0, 1 + share) + products of 2, 3, no partial sum leaves the int16
+//   range either: the first is sum over k-groups 0, 1 of (e - 32) x plus -32 x over 2, 3, each
+//   <= 16256; vpmaddubsw's pair sums (<= 2 * 63 * 127) never saturate. The same integers as the
+//   -32 applied at the block's end (q6k_rows8_finish), with one vpmaddwd per group instead of
+//   two and no offset pass per block. Zen 4, forced AVX2, n = 8, 8960 x 1536 (in L3), one thread:
+//   75.7 -> 68.7 cycles a sub-block; the 1.5B's forward of 8 tokens (bench/ab_builds.py, 40
+//   pairs) 0.985 of the time, of 5 tokens 0.998.
+// - VNNI: vpdpbusd's int32 sums, then the block end's offset.
+template <DotU8S8 D, int R, int S, class Bcast>
+[[gnu::always_inline]] inline void q6k_rows8_tall_sub(const uint8_t* blk, const Bcast& xb, __m256i* isum) {
   const __m256i pair = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i*)(blk + 16 + 16 * S)));
   const __m256i sc[2] = {q6k_rows8_scale<D>(pair, 0), q6k_rows8_scale<D>(pair, 1)};
-  constexpr int kRun = D == DotU8S8::maddubs ? 2 : 4;  // k-groups per folded sum
   __m256i v[8];
   q6k_rows8_values(blk, 2 * S, v);
   q6k_rows8_values(blk, 2 * S + 1, v + 4);
   for (int j = 0; j < R; j++) {
     const __m256i* xv = xb.at(S, j);
-    for (int g0 = 0; g0 < 8; g0 += kRun) {
-      __m256i s16 = rows8_dot<D>(_mm256_setzero_si256(), true, v[g0], _mm256_load_si256(xv + g0));
-      for (int i = 1; i < kRun; i++) s16 = rows8_dot<D>(s16, false, v[g0 + i], _mm256_load_si256(xv + g0 + i));
-      isum[j] = _mm256_add_epi32(isum[j], rows8_scaled<D>(s16, sc[g0 / 4]));
+    for (int G = 0; G < 2; G++) {
+      const __m256i* xg = xv + 4 * G;
+      const __m256i* vg = v + 4 * G;
+      __m256i s;
+      if constexpr (D == DotU8S8::maddubs) {  // two chains, joined with the offset
+        __m256i a = _mm256_maddubs_epi16(vg[0], _mm256_load_si256(xg));
+        __m256i c = _mm256_maddubs_epi16(vg[2], _mm256_load_si256(xg + 2));
+        a = _mm256_add_epi16(a, _mm256_maddubs_epi16(vg[1], _mm256_load_si256(xg + 1)));
+        c = _mm256_add_epi16(c, _mm256_maddubs_epi16(vg[3], _mm256_load_si256(xg + 3)));
+        s = _mm256_add_epi16(_mm256_add_epi16(a, xb.offset(j, 2 * S + G)), c);
+      } else {
+        s = rows8_dot<D>(_mm256_setzero_si256(), true, vg[0], _mm256_load_si256(xg));
+        for (int i = 1; i < 4; i++) s = rows8_dot<D>(s, false, vg[i], _mm256_load_si256(xg + i));
+      }
+      isum[j] = _mm256_add_epi32(isum[j], rows8_scaled<D>(s, sc[G]));
       rows8_pin(isum[j]);
     }
   }
 }
 
+// The tall tiles' broadcasts: with the offsets where the int16 sums take them in (maddubs).
+template <DotU8S8 D, int R>
+using Q6KRows8Bcast = std::conditional_t<D == DotU8S8::maddubs, Rows8BcastQ6<R>, Rows8Bcast<R>>;
+
 // Block b of one row group against R rows broadcast in xb, into acc[R] (rows8_tall): the 8
 // sub-blocks, then q6k_rows8_finish.
 template <DotU8S8 D, int R>
 [[gnu::always_inline]] inline void q6k_rows8_tall_block(const uint8_t* blk, int64_t b, const ActQ8_K* x,
-                                                        const Rows8Bcast<R>& xb, __m256* acc) {
+                                                        const Q6KRows8Bcast<D, R>& xb, __m256* acc) {
   __m256i isum[R];
   for (int j = 0; j < R; j++) isum[j] = _mm256_setzero_si256();
   q6k_rows8_tall_sub<D, R, 0>(blk, xb, isum);
@@ -158,12 +209,13 @@ template <DotU8S8 D, int R>
   q6k_rows8_tall_sub<D, R, 5>(blk, xb, isum);
   q6k_rows8_tall_sub<D, R, 6>(blk, xb, isum);
   q6k_rows8_tall_sub<D, R, 7>(blk, xb, isum);
-  q6k_rows8_finish<R>(blk, b, x, isum, acc);
+  q6k_rows8_finish<R, D != DotU8S8::maddubs>(blk, b, x, isum, acc);
 }
 
 template <DotU8S8 D, int R>
 [[gnu::noinline]] void q6k_rows8_tall(const Matrix& w, int64_t r0, int64_t r1, const ActQ8_K* x, float* y, int64_t ldy) {
-  rows8_tall<R>(w, kQ6KRows8Block, r0, r1, x, y, ldy, [&](const uint8_t* blk, int64_t b, const Rows8Bcast<R>& xb, __m256* acc) {
+  rows8_tall<R, Q6KRows8Bcast<D, R>>(w, kQ6KRows8Block, r0, r1, x, y, ldy,
+                                      [&](const uint8_t* blk, int64_t b, const Q6KRows8Bcast<D, R>& xb, __m256* acc) {
     q6k_rows8_tall_block<D, R>(blk, b, x, xb, acc);
   });
 }

@@ -244,13 +244,15 @@ constexpr size_t kRows8TallBcastBytes = 20 * 1024;
 // results do not depend on the loop order. The weights of the group two ahead (or the chunk's
 // first groups of the next run) are prefetched into L2 (the 2-group distance and T1 hint: chosen
 // by ear on Zen 4; 4, 8 and 16 groups measured no better).
-template <int R, class BlockFn>
+// Bcast is Rows8Bcast<R> or a type derived from it that fills more per block (Q6_K's offsets); the
+// run length is that of Rows8Bcast<R> either way.
+template <int R, class Bcast = Rows8Bcast<R>, class BlockFn>
 inline void rows8_tall(const Matrix& w, size_t block_bytes, int64_t r0, int64_t r1, const ActQ8_K* x, float* y,
                        int64_t ldy, BlockFn&& block) {
   constexpr int kRun = std::max(1, (int)(kRows8TallBcastBytes / sizeof(Rows8Bcast<R>)));  // blocks per run
   const int64_t nb = w.cols / 256;
   const size_t group_bytes = (size_t)nb * block_bytes;
-  Rows8Bcast<R> xb[kRun];
+  Bcast xb[kRun];
   __m256 acc[kRows8TallGroups][R];
   for (int64_t c0 = r0; c0 < r1; c0 += 8 * kRows8TallGroups) {
     const int64_t c1 = c0 + 8 * kRows8TallGroups < r1 ? c0 + 8 * kRows8TallGroups : r1;
