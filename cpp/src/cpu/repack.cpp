@@ -474,57 +474,113 @@ bool rows8_wanted(const Matrix& w, Isa isa) {
 }
 
 namespace {
-// Row groups [g0, g1) of repack_rows8.
-void repack_groups(const Matrix& w, uint8_t* dst, int64_t g0, int64_t g1, bool drop_source) {
+constexpr size_t kDropEvery = (size_t)4 << 20;  // source bytes consumed between page releases
+
+// Row groups [g0, g1) of a matrix shaped like w (its type, columns and row_bytes) packed into
+// dst block by block: group g's 8 rows (GGUF layout, row_bytes apart) read from rows(g), then
+// after(g).
+template <class Rows, class After>
+void pack_groups(const Matrix& w, uint8_t* dst, int64_t g0, int64_t g1, Rows&& rows, After&& after) {
   const quant::TypeTraits* t = quant::type_traits(w.type);
   const int64_t nb = w.cols / t->block_size;
   const size_t gb = group_block_bytes(w.type);
-  constexpr size_t kDropEvery = (size_t)4 << 20;
-  size_t dropped = (size_t)(8 * g0) * w.row_bytes;
   for (int64_t g = g0; g < g1; g++) {
-    const uint8_t* rows = w.data + (size_t)(8 * g) * w.row_bytes;
+    const uint8_t* first = rows(g);
     for (int64_t b = 0; b < nb; b++) {
       const uint8_t* src[8];
-      for (int r = 0; r < 8; r++) src[r] = rows + (size_t)r * w.row_bytes + (size_t)b * t->type_size;
+      for (int r = 0; r < 8; r++) src[r] = first + (size_t)r * w.row_bytes + (size_t)b * t->type_size;
       pack_block(w.type, src, dst + ((size_t)g * nb + b) * gb);
     }
-    const size_t done = (size_t)(8 * (g + 1)) * w.row_bytes;
-    if (drop_source && (done - dropped >= kDropEvery || g + 1 == g1)) {
-      release_pages(w.data + dropped, done - dropped);  // whole pages only: a slice's neighbours keep theirs
+    after(g);
+  }
+}
+
+// The source pages of rows [8 g0, 8 g) of `source` (row_bytes apart) handed back to the kernel
+// every kDropEvery bytes, and at the slice's end: whole pages only, so a slice's neighbours keep
+// theirs.
+struct SourceDrop {
+  const uint8_t* data;
+  size_t row_bytes;
+  size_t dropped;
+  void after_group(int64_t g, bool last) {
+    const size_t done = (size_t)(8 * (g + 1)) * row_bytes;
+    if (done - dropped >= kDropEvery || last) {
+      release_pages(data + dropped, done - dropped);
       dropped = done;
     }
   }
+};
+
+// Runs slice(g0, g1) over [0, groups) in contiguous slices of at least slice_bytes of `bytes`,
+// one thread each, up to max_threads (0: one per core); slice 0, and any whose thread cannot
+// start, on the calling thread.
+// Repacking at load: the packing and the first touch of the copy's new pages, which the kernel
+// zeroes (most of a load's time), run on every core. Loading the 1.5B with the 0.5B draft, 2
+// cores (Zen 4 VM, best of 5-11 alternated processes): 1.86 s in one thread, 1.65 s with slices
+// of 8 MiB (the token embedding and the larger FFN matrices only), 1.51 s at 2 MiB (nearly every
+// matrix), 1.53 s at 1 MiB. Requantizing costs far more per byte (through float32): its slices
+// are smaller.
+constexpr size_t kRepackSliceBytes = (size_t)2 << 20, kRequantizeSliceBytes = (size_t)64 << 10;
+template <class Slice>
+void run_slices(int64_t groups, size_t bytes, size_t slice_bytes, int max_threads, Slice&& slice) {
+  const int64_t most = max_threads > 0 ? max_threads : std::max(1u, std::thread::hardware_concurrency());
+  const int64_t n_slices = std::max<int64_t>(1, std::min<int64_t>({(int64_t)(bytes / slice_bytes), groups, most}));
+  std::vector<std::thread> threads;
+  int64_t started = 1;  // slices [1, started) run on their threads; slice 0 and any that could not start, here
+  for (; started < n_slices; started++) {
+    try {
+      threads.emplace_back(slice, groups * started / n_slices, groups * (started + 1) / n_slices);
+    } catch (const std::system_error&) {
+      break;
+    }
+  }
+  slice(0, groups / n_slices);
+  slice(groups * started / n_slices, groups);
+  for (std::thread& t : threads) t.join();
 }
 }  // namespace
+
+Matrix requantize_rows8(const Matrix& w, uint32_t to_type, uint8_t* dst, bool drop_source, int max_threads) {
+  const quant::TypeTraits* from = quant::type_traits(w.type);
+  const quant::TypeTraits* to = quant::type_traits(to_type);
+  if (w.layout != Layout::gguf || w.rows % 8 != 0 || !from || !from->to_float || !to || !to->from_float ||
+      !rows8_supported(to_type) || w.cols % to->block_size != 0) {
+    throw ArgError("requantize_rows8: needs a GGUF-layout matrix with rows a multiple of 8, readable as float32, "
+                   "and a rows8 type it can write that divides its columns");
+  }
+  Matrix out = w;
+  out.type = to_type;
+  out.row_bytes = (size_t)(w.cols / to->block_size * to->type_size);
+  run_slices(w.rows / 8, (size_t)w.rows * w.row_bytes, kRequantizeSliceBytes, max_threads, [&](int64_t g0, int64_t g1) {
+    std::vector<float> row((size_t)w.cols);
+    std::vector<uint8_t> group(8 * out.row_bytes);
+    SourceDrop drop{w.data, w.row_bytes, (size_t)(8 * g0) * w.row_bytes};
+    pack_groups(out, dst, g0, g1, [&](int64_t g) {
+      for (int r = 0; r < 8; r++) {
+        from->to_float(w.data + (size_t)(8 * g + r) * w.row_bytes, row.data(), w.cols);
+        to->from_float(row.data(), group.data() + (size_t)r * out.row_bytes, w.cols);
+      }
+      return (const uint8_t*)group.data();
+    }, [&](int64_t g) {
+      if (drop_source) drop.after_group(g, g + 1 == g1);
+    });
+  });
+  out.data = dst;
+  out.layout = Layout::rows8;
+  return out;
+}
 
 Matrix repack_rows8(const Matrix& w, uint8_t* dst, bool drop_source, int max_threads) {
   if (w.layout != Layout::gguf || w.rows % 8 != 0 || !rows8_supported(w.type)) {
     throw ArgError("repack_rows8: needs a GGUF-layout matrix of a rows8 type with rows a multiple of 8");
   }
-  // Row groups in contiguous slices of at least kSliceBytes, one thread each (at load there is
-  // no thread pool yet): the packing and the first touch of the copy's new pages, which the
-  // kernel zeroes (most of a load's time), run on every core. The bytes are the same. Loading the
-  // 1.5B with the 0.5B draft, 2 cores (Zen 4 VM, best of 5-11 alternated processes): 1.86 s in
-  // one thread, 1.65 s with slices of 8 MiB (the token embedding and the larger FFN matrices
-  // only), 1.51 s at 2 MiB (nearly every matrix), 1.53 s at 1 MiB.
-  constexpr size_t kSliceBytes = (size_t)2 << 20;
-  const int64_t groups = w.rows / 8;
-  const size_t bytes = (size_t)w.rows * w.row_bytes;
-  const int64_t most = max_threads > 0 ? max_threads : std::max(1u, std::thread::hardware_concurrency());
-  const int64_t n_slices = std::max<int64_t>(1, std::min<int64_t>({(int64_t)(bytes / kSliceBytes), groups, most}));
-  std::vector<std::thread> threads;
-  int64_t started = 1;  // slices [1, started) run on their threads; slice 0 and any that could not start, here
-  for (; started < n_slices; started++) {
-    try {
-      threads.emplace_back(repack_groups, std::cref(w), dst, groups * started / n_slices,
-                           groups * (started + 1) / n_slices, drop_source);
-    } catch (const std::system_error&) {
-      break;
-    }
-  }
-  repack_groups(w, dst, 0, groups / n_slices, drop_source);
-  repack_groups(w, dst, groups * started / n_slices, groups, drop_source);
-  for (std::thread& t : threads) t.join();
+  run_slices(w.rows / 8, (size_t)w.rows * w.row_bytes, kRepackSliceBytes, max_threads, [&](int64_t g0, int64_t g1) {
+    SourceDrop drop{w.data, w.row_bytes, (size_t)(8 * g0) * w.row_bytes};
+    pack_groups(w, dst, g0, g1, [&](int64_t g) { return w.data + (size_t)(8 * g) * w.row_bytes; },
+                [&](int64_t g) {
+                  if (drop_source) drop.after_group(g, g + 1 == g1);
+                });
+  });
   Matrix out = w;
   out.data = dst;
   out.layout = Layout::rows8;

@@ -62,6 +62,12 @@ Rows8Buffer rows8_alloc(const Matrix& w);  // one matrix: rows8_bytes(w) bytes
 // on a step).
 Matrix repack_rows8(const Matrix& w, uint8_t* dst, bool drop_source, int max_threads);
 
+// w (GGUF layout, rows a multiple of 8) requantized to `to_type` through float32 row by row, the
+// bytes to_type's from_float writes, packed into dst in the rows8 layout (rows8_bytes of the
+// requantized matrix) without a requantized copy between: a draft model's weights requantized at
+// load (model/requantize.cpp). drop_source and max_threads as for repack_rows8.
+Matrix requantize_rows8(const Matrix& w, uint32_t to_type, uint8_t* dst, bool drop_source, int max_threads);
+
 // Row r of w in the GGUF layout (w.row_bytes bytes), whatever w's layout.
 void copy_row(const Matrix& w, int64_t r, uint8_t* dst);
 

@@ -8,6 +8,7 @@
 #include "common/error.h"
 #include "cpu/repack.h"
 #include "model/transformer.h"
+#include "quant/quant_types.h"
 
 namespace qd {
 
@@ -37,27 +38,42 @@ void model::TransformerModel::mtp_layer(Step&, int) const {
 
 void model::TransformerModel::repack_for_kernels() {
   const Isa isa = active_isa();
+  // The rows8 shape of m: requantized first where requantize left it here.
+  auto packed_shape = [&](const cpu::Matrix& m) {
+    cpu::Matrix t = m;
+    auto later = requantize_later_.find(m.data);
+    if (later != requantize_later_.end()) {
+      const quant::TypeTraits* to = quant::type_traits(later->second);
+      t.type = later->second;
+      t.row_bytes = (size_t)(m.cols / to->block_size * to->type_size);
+    }
+    return t;
+  };
   // The matrices to repack, each once (a tied output shares its embedding's copy), then one
   // buffer for all of them (cpu::rows8_alloc: huge pages throughout), filled in the same order.
   std::map<const uint8_t*, size_t> slot;
   std::vector<size_t> bytes, offsets;
   model::for_each_matrix(w_, [&](const std::string&, const cpu::Matrix& m) {
-    if (cpu::rows8_wanted(m, isa) && slot.emplace(m.data, bytes.size()).second) bytes.push_back(cpu::rows8_bytes(m));
+    const cpu::Matrix t = packed_shape(m);
+    if (cpu::rows8_wanted(t, isa) && slot.emplace(m.data, bytes.size()).second) bytes.push_back(cpu::rows8_bytes(t));
   });
   if (bytes.empty()) return;
   repacked_ = cpu::rows8_alloc(bytes, &offsets);
   std::map<const uint8_t*, cpu::Matrix> done;
   model::for_each_matrix(w_, [&](const std::string&, cpu::Matrix& m) {
-    if (!cpu::rows8_wanted(m, isa)) return;
+    const cpu::Matrix t = packed_shape(m);
+    if (!cpu::rows8_wanted(t, isa)) return;
     auto it = done.find(m.data);
     if (it != done.end()) {
       m = it->second;
       return;
     }
     const uint8_t* original = m.data;
-    m = cpu::repack_rows8(m, repacked_.get() + offsets[slot.at(original)], true, 0);
+    uint8_t* dst = repacked_.get() + offsets[slot.at(original)];
+    m = requantize_later_.count(original) ? cpu::requantize_rows8(m, t.type, dst, true, 0) : cpu::repack_rows8(m, dst, true, 0);
     done[original] = m;
   });
+  requantize_later_.clear();
   // A requantized copy that was repacked is read no more.
   std::set<const uint8_t*> used;
   model::for_each_matrix(w_, [&](const std::string&, const cpu::Matrix& m) { used.insert(m.data); });

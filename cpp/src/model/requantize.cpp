@@ -1,5 +1,7 @@
 // TransformerModel::requantize: weight matrices of a wide type rewritten in a narrower one at
-// load (a cheaper draft model), through float32 one row at a time.
+// load (a cheaper draft model), through float32 one row at a time. A matrix the active ISA's
+// kernels read repacked is left to repack_for_kernels, which requantizes it straight into the
+// rows8 layout (cpu::requantize_rows8): no requantized copy written, then copied again.
 #include <algorithm>
 #include <map>
 #include <thread>
@@ -7,6 +9,7 @@
 
 #include "common/error.h"
 #include "common/pages.h"
+#include "cpu/repack.h"
 #include "model/transformer.h"
 #include "quant/quant_types.h"
 
@@ -59,6 +62,7 @@ void TransformerModel::requantize(const std::string& to_name) {
     throw ArgError("cannot requantize weights to '" + to_name + "' (supported: " + writable_types() + ")");
   }
   const int64_t n_threads = std::max(1u, std::thread::hardware_concurrency());
+  const Isa isa = active_isa();
   std::map<const uint8_t*, cpu::Matrix> done;  // a tied output shares its embedding's copy
   const bool tied = w_.output.data == w_.token_embd.data;
   for_each_matrix(w_, [&](const std::string& name, cpu::Matrix& m) {
@@ -73,6 +77,13 @@ void TransformerModel::requantize(const std::string& to_name) {
     const quant::TypeTraits* from = quant::type_traits(m.type);
     if (m.layout != cpu::Layout::gguf || !from || !from->to_float || !wider(*from, *to) || m.cols % to->block_size) return;
     const size_t row_bytes = out_row_bytes(m, *to);
+    cpu::Matrix narrow = m;
+    narrow.type = (uint32_t)to->type;
+    narrow.row_bytes = row_bytes;
+    if (cpu::rows8_wanted(narrow, isa)) {  // repack_for_kernels writes it straight in the rows8 layout
+      requantize_later_[m.data] = narrow.type;
+      return;
+    }
     requantized_.emplace_back(new uint8_t[row_bytes * (size_t)m.rows]);
     uint8_t* dst = requantized_.back().get();
     // Rows in contiguous slices, one thread each: at load there is no thread pool yet.

@@ -3,6 +3,7 @@
 #pragma once
 #include <deque>
 #include <initializer_list>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -192,11 +193,14 @@ class TransformerModel : public Model {
   std::deque<std::vector<float>> owned_;  // converted small vectors; deque keeps pointers stable
   cpu::Rows8Buffer repacked_;  // the weights in the rows8 layout, one buffer (cpu/repack.h)
   std::vector<std::unique_ptr<uint8_t[]>> requantized_;  // weights requantized at load (requantize)
+  // Matrices (by their data) that requantize left to repack_for_kernels, and the type for each.
+  std::map<const uint8_t*, uint32_t> requantize_later_;
 
  public:
   std::vector<MatrixInfo> matrices() const override;
   // Requantizes every matrix stored in a type wider than `to` (model/requantize.cpp); before
-  // repack_for_kernels, which then rearranges the requantized copies.
+  // repack_for_kernels, which requantizes those the kernels read repacked straight into the
+  // rows8 layout and rearranges the requantized copies of any others.
   void requantize(const std::string& to);
   // Rearranges every weight the active ISA's kernels read in another layout (cpu/repack.h); the
   // copies replace the mapped pages of the originals (or of the requantized copies, then freed).
