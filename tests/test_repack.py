@@ -48,16 +48,20 @@ def test_a_large_matrix_repacked_in_slices_is_the_same():
     np.testing.assert_array_equal(K.rows8_roundtrip(w, int(t), rows, cols), w)
 
 
+@pytest.mark.parametrize("layout,rows", [("rows8", 8 * 1000), ("gguf", 8 * 1000 + 5)])
 @pytest.mark.parametrize("t", [T.Q8_0, T.Q5_0, T.Q6_K], ids=lambda t: t.name)
-def test_requantized_straight_into_rows8_is_gguf_py_requantizing(t):
-    """A draft model's wider matrices requantized at load go straight into the rows8 layout, in
-    slices on every core (cpu::requantize_rows8): each row copied back is gguf-py's Q4_0 of the
-    row dequantized, bit for bit. 1000 groups of 8 rows, about 9 MB of Q8_0: several slices."""
+def test_requantized_at_load_is_each_row_requantized(t, layout, rows):
+    """A draft model's wider matrices requantized at load (cpu::requantize_rows8 straight into the
+    rows8 layout where the kernels read it repacked, cpu::requantize in the GGUF layout elsewhere),
+    in slices on every core: each row copied back is the row dequantized and quantized to Q4_0 on
+    its own (_core.dequantize, _core.quantize: the scalar references, the quantizer pinned to
+    gguf-py by test_draft_levers), bit for bit. About 9 MB of Q8_0: several slices; the GGUF
+    layout's row count is no multiple of 8."""
     rng = np.random.default_rng(17 + int(t))
-    rows, cols = 8 * 1000, 1024
+    cols = 1024
     w = random_weight(t, rows, cols, rng)
-    got = K.requantize_rows8_roundtrip(w, int(t), int(T.Q4_0), rows, cols)
-    want = gguf.quants.quantize(gguf.quants.dequantize(w, t).reshape(-1, 32), T.Q4_0).reshape(rows, -1)
+    got = K.requantize_roundtrip(w, int(t), int(T.Q4_0), rows, cols, layout)
+    want = _core.quantize(_core.dequantize(w, int(t), rows * cols), int(T.Q4_0)).reshape(rows, -1)
     np.testing.assert_array_equal(got, want)
 
 

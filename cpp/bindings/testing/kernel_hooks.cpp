@@ -192,24 +192,35 @@ void register_kernel_hooks(py::module_& k) {
       py::arg("weight"), py::arg("type"), py::arg("rows"), py::arg("cols"),
       "The weights repacked to the rows8 layout and each row copied back to the GGUF layout.");
   k.def(
-      "requantize_rows8_roundtrip",
-      [](py::buffer weight, uint32_t type, uint32_t to, int64_t rows, int64_t cols) {
+      "requantize_roundtrip",
+      [](py::buffer weight, uint32_t type, uint32_t to, int64_t rows, int64_t cols, const std::string& layout) {
         const py::buffer_info wb = weight.request();
         const qd::cpu::Matrix w = make_matrix(wb, type, rows, cols);
-        qd::cpu::Matrix shape = w;
         const qd::quant::TypeTraits* t = qd::quant::type_traits(to);
-        if (!t) throw qd::ArgError("requantize_rows8_roundtrip: unknown type " + std::to_string(to));
-        shape.type = to;
-        shape.row_bytes = (size_t)(cols / t->block_size * t->type_size);
-        qd::cpu::Rows8Buffer store = qd::cpu::rows8_alloc(shape);
-        const qd::cpu::Matrix q = qd::cpu::requantize_rows8(w, to, store.get(), false, 0);
+        if (!t) throw qd::ArgError("requantize_roundtrip: unknown type " + std::to_string(to));
+        const size_t row_bytes = (size_t)(cols / t->block_size * t->type_size);
+        qd::cpu::Matrix q;
+        qd::cpu::Rows8Buffer packed;
+        std::vector<uint8_t> plain;
+        if (layout == "rows8") {
+          qd::cpu::Matrix shape = w;
+          shape.type = to;
+          shape.row_bytes = row_bytes;
+          packed = qd::cpu::rows8_alloc(shape);
+          q = qd::cpu::requantize_rows8(w, to, packed.get(), false, 0);
+        } else if (layout == "gguf") {
+          plain.resize(row_bytes * (size_t)rows);
+          q = qd::cpu::requantize(w, to, plain.data(), false, 0);
+        } else {
+          throw qd::ArgError("requantize_roundtrip: layout must be 'rows8' or 'gguf', got '" + layout + "'");
+        }
         py::array_t<uint8_t> out({(py::ssize_t)rows, (py::ssize_t)q.row_bytes});
         for (int64_t r = 0; r < rows; r++) qd::cpu::copy_row(q, r, out.mutable_data() + (size_t)r * q.row_bytes);
         return out;
       },
-      py::arg("weight"), py::arg("type"), py::arg("to"), py::arg("rows"), py::arg("cols"),
-      "The weights requantized to `to` straight into the rows8 layout on every core (as a draft "
-      "model's at load) and each row copied back to the GGUF layout.");
+      py::arg("weight"), py::arg("type"), py::arg("to"), py::arg("rows"), py::arg("cols"), py::arg("layout"),
+      "The weights requantized to `to` on every core (as a draft model's at load), straight into the rows8 "
+      "layout or in the GGUF layout, and each row copied back to the GGUF layout.");
   k.def("rows8_supported", &qd::cpu::rows8_supported, py::arg("type"), "Whether a GGML type has the rows8 layout.");
   k.def(
       "repacks",

@@ -495,15 +495,16 @@ void pack_groups(const Matrix& w, uint8_t* dst, int64_t g0, int64_t g1, Rows&& r
   }
 }
 
-// The source pages of rows [8 g0, 8 g) of `source` (row_bytes apart) handed back to the kernel
-// every kDropEvery bytes, and at the slice's end: whole pages only, so a slice's neighbours keep
-// theirs.
+// The source pages of the units (of unit_rows rows, row_bytes apart) consumed so far, handed
+// back to the kernel every kDropEvery bytes and at the slice's end: whole pages only, so a
+// slice's neighbours keep theirs. dropped starts at the slice's first unit.
 struct SourceDrop {
   const uint8_t* data;
   size_t row_bytes;
+  int64_t unit_rows;
   size_t dropped;
-  void after_group(int64_t g, bool last) {
-    const size_t done = (size_t)(8 * (g + 1)) * row_bytes;
+  void after_unit(int64_t u, bool last) {
+    const size_t done = (size_t)(unit_rows * (u + 1)) * row_bytes;
     if (done - dropped >= kDropEvery || last) {
       release_pages(data + dropped, done - dropped);
       dropped = done;
@@ -511,9 +512,28 @@ struct SourceDrop {
   }
 };
 
-// Runs slice(g0, g1) over [0, groups) in contiguous slices of at least slice_bytes of `bytes`,
-// one thread each, up to max_threads (0: one per core); slice 0, and any whose thread cannot
-// start, on the calling thread.
+// Row r of w through float32 into `to`'s bytes at dst (row: w.cols floats of scratch).
+void requantize_row(const Matrix& w, const quant::TypeTraits& from, const quant::TypeTraits& to, int64_t r,
+                    float* row, uint8_t* dst) {
+  from.to_float(w.data + (size_t)r * w.row_bytes, row, w.cols);
+  to.from_float(row, dst, w.cols);
+}
+
+// The type traits of a requantization of w to to_type, checked; w must be in the GGUF layout.
+void requantize_traits(const Matrix& w, uint32_t to_type, const char* what, const quant::TypeTraits** from,
+                       const quant::TypeTraits** to) {
+  *from = quant::type_traits(w.type);
+  *to = quant::type_traits(to_type);
+  if (w.layout != Layout::gguf || !*from || !(*from)->to_float || !*to || !(*to)->from_float ||
+      w.cols % (*to)->block_size != 0) {
+    throw ArgError(std::string(what) + ": needs a GGUF-layout matrix readable as float32 and a type it can write "
+                   "whose block divides its columns");
+  }
+}
+
+// Runs slice(u0, u1) over the units [0, units) (row groups, or rows) in contiguous slices of at
+// least slice_bytes of `bytes`, one thread each, up to max_threads (0: one per core); slice 0, and
+// any whose thread cannot start, on the calling thread.
 // Repacking at load: the packing and the first touch of the copy's new pages, which the kernel
 // zeroes (most of a load's time), run on every core. Loading the 1.5B with the 0.5B draft, 2
 // cores (Zen 4 VM, best of 5-11 alternated processes): 1.86 s in one thread, 1.65 s with slices
@@ -522,31 +542,47 @@ struct SourceDrop {
 // are smaller.
 constexpr size_t kRepackSliceBytes = (size_t)2 << 20, kRequantizeSliceBytes = (size_t)64 << 10;
 template <class Slice>
-void run_slices(int64_t groups, size_t bytes, size_t slice_bytes, int max_threads, Slice&& slice) {
+void run_slices(int64_t units, size_t bytes, size_t slice_bytes, int max_threads, Slice&& slice) {
   const int64_t most = max_threads > 0 ? max_threads : std::max(1u, std::thread::hardware_concurrency());
-  const int64_t n_slices = std::max<int64_t>(1, std::min<int64_t>({(int64_t)(bytes / slice_bytes), groups, most}));
+  const int64_t n_slices = std::max<int64_t>(1, std::min<int64_t>({(int64_t)(bytes / slice_bytes), units, most}));
   std::vector<std::thread> threads;
   int64_t started = 1;  // slices [1, started) run on their threads; slice 0 and any that could not start, here
   for (; started < n_slices; started++) {
     try {
-      threads.emplace_back(slice, groups * started / n_slices, groups * (started + 1) / n_slices);
+      threads.emplace_back(slice, units * started / n_slices, units * (started + 1) / n_slices);
     } catch (const std::system_error&) {
       break;
     }
   }
-  slice(0, groups / n_slices);
-  slice(groups * started / n_slices, groups);
+  slice(0, units / n_slices);
+  slice(units * started / n_slices, units);
   for (std::thread& t : threads) t.join();
 }
 }  // namespace
 
+Matrix requantize(const Matrix& w, uint32_t to_type, uint8_t* dst, bool drop_source, int max_threads) {
+  const quant::TypeTraits *from, *to;
+  requantize_traits(w, to_type, "requantize", &from, &to);
+  Matrix out = w;
+  out.type = to_type;
+  out.row_bytes = (size_t)(w.cols / to->block_size * to->type_size);
+  run_slices(w.rows, (size_t)w.rows * w.row_bytes, kRequantizeSliceBytes, max_threads, [&](int64_t r0, int64_t r1) {
+    std::vector<float> row((size_t)w.cols);
+    SourceDrop drop{w.data, w.row_bytes, 1, (size_t)r0 * w.row_bytes};
+    for (int64_t r = r0; r < r1; r++) {
+      requantize_row(w, *from, *to, r, row.data(), dst + (size_t)r * out.row_bytes);
+      if (drop_source) drop.after_unit(r, r + 1 == r1);
+    }
+  });
+  out.data = dst;
+  return out;
+}
+
 Matrix requantize_rows8(const Matrix& w, uint32_t to_type, uint8_t* dst, bool drop_source, int max_threads) {
-  const quant::TypeTraits* from = quant::type_traits(w.type);
-  const quant::TypeTraits* to = quant::type_traits(to_type);
-  if (w.layout != Layout::gguf || w.rows % 8 != 0 || !from || !from->to_float || !to || !to->from_float ||
-      !rows8_supported(to_type) || w.cols % to->block_size != 0) {
-    throw ArgError("requantize_rows8: needs a GGUF-layout matrix with rows a multiple of 8, readable as float32, "
-                   "and a rows8 type it can write that divides its columns");
+  const quant::TypeTraits *from, *to;
+  requantize_traits(w, to_type, "requantize_rows8", &from, &to);
+  if (w.rows % 8 != 0 || !rows8_supported(to_type)) {
+    throw ArgError("requantize_rows8: needs rows a multiple of 8 and a type with the rows8 layout");
   }
   Matrix out = w;
   out.type = to_type;
@@ -554,15 +590,12 @@ Matrix requantize_rows8(const Matrix& w, uint32_t to_type, uint8_t* dst, bool dr
   run_slices(w.rows / 8, (size_t)w.rows * w.row_bytes, kRequantizeSliceBytes, max_threads, [&](int64_t g0, int64_t g1) {
     std::vector<float> row((size_t)w.cols);
     std::vector<uint8_t> group(8 * out.row_bytes);
-    SourceDrop drop{w.data, w.row_bytes, (size_t)(8 * g0) * w.row_bytes};
+    SourceDrop drop{w.data, w.row_bytes, 8, (size_t)(8 * g0) * w.row_bytes};
     pack_groups(out, dst, g0, g1, [&](int64_t g) {
-      for (int r = 0; r < 8; r++) {
-        from->to_float(w.data + (size_t)(8 * g + r) * w.row_bytes, row.data(), w.cols);
-        to->from_float(row.data(), group.data() + (size_t)r * out.row_bytes, w.cols);
-      }
+      for (int r = 0; r < 8; r++) requantize_row(w, *from, *to, 8 * g + r, row.data(), group.data() + (size_t)r * out.row_bytes);
       return (const uint8_t*)group.data();
     }, [&](int64_t g) {
-      if (drop_source) drop.after_group(g, g + 1 == g1);
+      if (drop_source) drop.after_unit(g, g + 1 == g1);
     });
   });
   out.data = dst;
@@ -575,10 +608,10 @@ Matrix repack_rows8(const Matrix& w, uint8_t* dst, bool drop_source, int max_thr
     throw ArgError("repack_rows8: needs a GGUF-layout matrix of a rows8 type with rows a multiple of 8");
   }
   run_slices(w.rows / 8, (size_t)w.rows * w.row_bytes, kRepackSliceBytes, max_threads, [&](int64_t g0, int64_t g1) {
-    SourceDrop drop{w.data, w.row_bytes, (size_t)(8 * g0) * w.row_bytes};
+    SourceDrop drop{w.data, w.row_bytes, 8, (size_t)(8 * g0) * w.row_bytes};
     pack_groups(w, dst, g0, g1, [&](int64_t g) { return w.data + (size_t)(8 * g) * w.row_bytes; },
                 [&](int64_t g) {
-                  if (drop_source) drop.after_group(g, g + 1 == g1);
+                  if (drop_source) drop.after_unit(g, g + 1 == g1);
                 });
   });
   Matrix out = w;

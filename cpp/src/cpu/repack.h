@@ -68,6 +68,10 @@ Matrix repack_rows8(const Matrix& w, uint8_t* dst, bool drop_source, int max_thr
 // load (model/requantize.cpp). drop_source and max_threads as for repack_rows8.
 Matrix requantize_rows8(const Matrix& w, uint32_t to_type, uint8_t* dst, bool drop_source, int max_threads);
 
+// The same requantization into dst in the GGUF layout (rows x the new row bytes), any row count:
+// where the kernels read the requantized matrix as it is stored.
+Matrix requantize(const Matrix& w, uint32_t to_type, uint8_t* dst, bool drop_source, int max_threads);
+
 // Row r of w in the GGUF layout (w.row_bytes bytes), whatever w's layout.
 void copy_row(const Matrix& w, int64_t r, uint8_t* dst);
 

@@ -1,14 +1,12 @@
 // TransformerModel::requantize: weight matrices of a wide type rewritten in a narrower one at
-// load (a cheaper draft model), through float32 one row at a time. A matrix the active ISA's
-// kernels read repacked is left to repack_for_kernels, which requantizes it straight into the
-// rows8 layout (cpu::requantize_rows8): no requantized copy written, then copied again.
-#include <algorithm>
+// load (a cheaper draft model), through float32 one row at a time, in slices on every core
+// (cpu::requantize). A matrix the active ISA's kernels read repacked is left to
+// repack_for_kernels, which requantizes it straight into the rows8 layout (cpu::requantize_rows8):
+// no requantized copy written, then copied again.
 #include <map>
-#include <thread>
-#include <vector>
+#include <string>
 
 #include "common/error.h"
-#include "common/pages.h"
 #include "cpu/repack.h"
 #include "model/transformer.h"
 #include "quant/quant_types.h"
@@ -24,25 +22,6 @@ bool wider(const quant::TypeTraits& t, const quant::TypeTraits& to) {
 
 size_t out_row_bytes(const cpu::Matrix& m, const quant::TypeTraits& to) {
   return (size_t)(m.cols / to.block_size * to.type_size);
-}
-
-// Rows [r0, r1) of m (GGUF layout, type `from`) written as `to` into dst (the whole matrix's
-// buffer); the source pages are handed back to the kernel as they are consumed.
-void requantize_rows(const cpu::Matrix& m, const quant::TypeTraits& from, const quant::TypeTraits& to, uint8_t* dst,
-                     int64_t r0, int64_t r1) {
-  constexpr size_t kReleaseEvery = (size_t)4 << 20;
-  const size_t dst_row = out_row_bytes(m, to);
-  std::vector<float> row((size_t)m.cols);
-  const uint8_t* released = m.data + (size_t)r0 * m.row_bytes;
-  for (int64_t r = r0; r < r1; r++) {
-    from.to_float(m.data + (size_t)r * m.row_bytes, row.data(), m.cols);
-    to.from_float(row.data(), dst + (size_t)r * dst_row, m.cols);
-    const uint8_t* consumed = m.data + (size_t)(r + 1) * m.row_bytes;
-    if ((size_t)(consumed - released) >= kReleaseEvery || r + 1 == r1) {
-      release_pages(released, (size_t)(consumed - released));
-      released = consumed;
-    }
-  }
 }
 
 std::string writable_types() {
@@ -61,7 +40,6 @@ void TransformerModel::requantize(const std::string& to_name) {
   if (!to || !to->from_float) {
     throw ArgError("cannot requantize weights to '" + to_name + "' (supported: " + writable_types() + ")");
   }
-  const int64_t n_threads = std::max(1u, std::thread::hardware_concurrency());
   const Isa isa = active_isa();
   std::map<const uint8_t*, cpu::Matrix> done;  // a tied output shares its embedding's copy
   const bool tied = w_.output.data == w_.token_embd.data;
@@ -85,20 +63,8 @@ void TransformerModel::requantize(const std::string& to_name) {
       return;
     }
     requantized_.emplace_back(new uint8_t[row_bytes * (size_t)m.rows]);
-    uint8_t* dst = requantized_.back().get();
-    // Rows in contiguous slices, one thread each: at load there is no thread pool yet.
-    const int64_t n_slices = std::min<int64_t>(n_threads, std::max<int64_t>(1, m.rows / 64));
-    std::vector<std::thread> threads;
-    for (int64_t t = 1; t < n_slices; t++) {
-      threads.emplace_back(requantize_rows, std::cref(m), std::cref(*from), std::cref(*to), dst,
-                           m.rows * t / n_slices, m.rows * (t + 1) / n_slices);
-    }
-    requantize_rows(m, *from, *to, dst, 0, m.rows / n_slices);
-    for (std::thread& t : threads) t.join();
     const uint8_t* original = m.data;
-    m.data = dst;
-    m.type = (uint32_t)to->type;
-    m.row_bytes = row_bytes;
+    m = cpu::requantize(m, narrow.type, requantized_.back().get(), true, 0);
     done[original] = m;
   });
 }
