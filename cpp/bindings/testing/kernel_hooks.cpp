@@ -196,20 +196,15 @@ void register_kernel_hooks(py::module_& k) {
       [](py::buffer weight, uint32_t type, uint32_t to, int64_t rows, int64_t cols, const std::string& layout) {
         const py::buffer_info wb = weight.request();
         const qd::cpu::Matrix w = make_matrix(wb, type, rows, cols);
-        const qd::quant::TypeTraits* t = qd::quant::type_traits(to);
-        if (!t) throw qd::ArgError("requantize_roundtrip: unknown type " + std::to_string(to));
-        const size_t row_bytes = (size_t)(cols / t->block_size * t->type_size);
+        const qd::cpu::Matrix shape = qd::cpu::requantized_shape(w, to);
         qd::cpu::Matrix q;
         qd::cpu::Rows8Buffer packed;
         std::vector<uint8_t> plain;
         if (layout == "rows8") {
-          qd::cpu::Matrix shape = w;
-          shape.type = to;
-          shape.row_bytes = row_bytes;
           packed = qd::cpu::rows8_alloc(shape);
           q = qd::cpu::requantize_rows8(w, to, packed.get(), false, 0);
         } else if (layout == "gguf") {
-          plain.resize(row_bytes * (size_t)rows);
+          plain.resize(shape.row_bytes * (size_t)rows);
           q = qd::cpu::requantize(w, to, plain.data(), false, 0);
         } else {
           throw qd::ArgError("requantize_roundtrip: layout must be 'rows8' or 'gguf', got '" + layout + "'");

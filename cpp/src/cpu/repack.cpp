@@ -560,12 +560,19 @@ void run_slices(int64_t units, size_t bytes, size_t slice_bytes, int max_threads
 }
 }  // namespace
 
-Matrix requantize(const Matrix& w, uint32_t to_type, uint8_t* dst, bool drop_source, int max_threads) {
-  const quant::TypeTraits *from, *to;
-  requantize_traits(w, to_type, "requantize", &from, &to);
+Matrix requantized_shape(const Matrix& w, uint32_t to_type) {
+  const quant::TypeTraits* to = quant::type_traits(to_type);
+  if (!to) throw ArgError("requantized_shape: unknown type " + std::to_string(to_type));
   Matrix out = w;
   out.type = to_type;
   out.row_bytes = (size_t)(w.cols / to->block_size * to->type_size);
+  return out;
+}
+
+Matrix requantize(const Matrix& w, uint32_t to_type, uint8_t* dst, bool drop_source, int max_threads) {
+  const quant::TypeTraits *from, *to;
+  requantize_traits(w, to_type, "requantize", &from, &to);
+  Matrix out = requantized_shape(w, to_type);
   run_slices(w.rows, (size_t)w.rows * w.row_bytes, kRequantizeSliceBytes, max_threads, [&](int64_t r0, int64_t r1) {
     std::vector<float> row((size_t)w.cols);
     SourceDrop drop{w.data, w.row_bytes, 1, (size_t)r0 * w.row_bytes};
@@ -584,9 +591,7 @@ Matrix requantize_rows8(const Matrix& w, uint32_t to_type, uint8_t* dst, bool dr
   if (w.rows % 8 != 0 || !rows8_supported(to_type)) {
     throw ArgError("requantize_rows8: needs rows a multiple of 8 and a type with the rows8 layout");
   }
-  Matrix out = w;
-  out.type = to_type;
-  out.row_bytes = (size_t)(w.cols / to->block_size * to->type_size);
+  Matrix out = requantized_shape(w, to_type);
   run_slices(w.rows / 8, (size_t)w.rows * w.row_bytes, kRequantizeSliceBytes, max_threads, [&](int64_t g0, int64_t g1) {
     std::vector<float> row((size_t)w.cols);
     std::vector<uint8_t> group(8 * out.row_bytes);

@@ -62,6 +62,10 @@ Rows8Buffer rows8_alloc(const Matrix& w);  // one matrix: rows8_bytes(w) bytes
 // on a step).
 Matrix repack_rows8(const Matrix& w, uint8_t* dst, bool drop_source, int max_threads);
 
+// w's shape as `to_type`: its type and row bytes (w.cols / block size * type size); data and
+// layout as they are. The shape requantize and requantize_rows8 write.
+Matrix requantized_shape(const Matrix& w, uint32_t to_type);
+
 // w (GGUF layout, rows a multiple of 8) requantized to `to_type` through float32 row by row, the
 // bytes to_type's from_float writes, packed into dst in the rows8 layout (rows8_bytes of the
 // requantized matrix) without a requantized copy between: a draft model's weights requantized at

@@ -8,7 +8,6 @@
 #include "common/error.h"
 #include "cpu/repack.h"
 #include "model/transformer.h"
-#include "quant/quant_types.h"
 
 namespace qd {
 
@@ -40,14 +39,8 @@ void model::TransformerModel::repack_for_kernels() {
   const Isa isa = active_isa();
   // The rows8 shape of m: requantized first where requantize left it here.
   auto packed_shape = [&](const cpu::Matrix& m) {
-    cpu::Matrix t = m;
     auto later = requantize_later_.find(m.data);
-    if (later != requantize_later_.end()) {
-      const quant::TypeTraits* to = quant::type_traits(later->second);
-      t.type = later->second;
-      t.row_bytes = (size_t)(m.cols / to->block_size * to->type_size);
-    }
-    return t;
+    return later == requantize_later_.end() ? m : cpu::requantized_shape(m, later->second);
   };
   // The matrices to repack, each once (a tied output shares its embedding's copy), then one
   // buffer for all of them (cpu::rows8_alloc: huge pages throughout), filled in the same order.

@@ -20,10 +20,6 @@ bool wider(const quant::TypeTraits& t, const quant::TypeTraits& to) {
   return t.type_size * to.block_size > to.type_size * t.block_size;
 }
 
-size_t out_row_bytes(const cpu::Matrix& m, const quant::TypeTraits& to) {
-  return (size_t)(m.cols / to.block_size * to.type_size);
-}
-
 std::string writable_types() {
   std::string list;
   for (uint32_t id = 0; id < 64; id++) {
@@ -54,15 +50,12 @@ void TransformerModel::requantize(const std::string& to_name) {
     }
     const quant::TypeTraits* from = quant::type_traits(m.type);
     if (m.layout != cpu::Layout::gguf || !from || !from->to_float || !wider(*from, *to) || m.cols % to->block_size) return;
-    const size_t row_bytes = out_row_bytes(m, *to);
-    cpu::Matrix narrow = m;
-    narrow.type = (uint32_t)to->type;
-    narrow.row_bytes = row_bytes;
+    const cpu::Matrix narrow = cpu::requantized_shape(m, (uint32_t)to->type);
     if (cpu::rows8_wanted(narrow, isa)) {  // repack_for_kernels writes it straight in the rows8 layout
       requantize_later_[m.data] = narrow.type;
       return;
     }
-    requantized_.emplace_back(new uint8_t[row_bytes * (size_t)m.rows]);
+    requantized_.emplace_back(new uint8_t[narrow.row_bytes * (size_t)m.rows]);
     const uint8_t* original = m.data;
     m = cpu::requantize(m, narrow.type, requantized_.back().get(), true, 0);
     done[original] = m;
