@@ -39,6 +39,31 @@ def test_repack_then_copy_row_is_the_identity(t):
     np.testing.assert_array_equal(K.rows8_roundtrip(w, int(t), 24, cols_for(t)), w)
 
 
+@pytest.mark.parametrize("t", ROWS8_TYPES, ids=lambda t: t.name)
+def test_rows8_stores_each_chunk_block_by_block(t):
+    """The order of the groups' blocks (cpu/rows8_order.h): Q4_K, Q5_K and Q6_K in chunks of 8 row
+    groups, each chunk block-major (block b of each of its groups, then block b + 1), the last
+    chunk holding the groups left over; the other types group by group. The expected offsets are
+    computed here from that rule; each group's blocks come from the group repacked alone (a chunk of
+    one group: its blocks in order). 21 groups: two whole chunks and one of 5."""
+    rng = np.random.default_rng(23 + int(t))
+    groups, cols = 21, cols_for(t)
+    rows = 8 * groups
+    w = rng.integers(0, 256, random_weight(t, rows, cols, rng).shape, dtype=np.uint8)
+    packed = K.rows8_packed(w, int(t), rows, cols)
+    alone = [K.rows8_packed(w[8 * g:8 * g + 8], int(t), 8, cols) for g in range(groups)]
+    nb = cols // gguf.GGML_QUANT_SIZES[t][0]
+    gb = alone[0].size // nb
+    assert packed.size == groups * nb * gb
+    chunk = 8 if t in (T.Q4_K, T.Q5_K, T.Q6_K) else 1
+    for g in range(groups):
+        c0 = g // chunk * chunk
+        ng = min(chunk, groups - c0)
+        for b in range(nb):
+            at = (c0 * nb + b * ng + g - c0) * gb
+            np.testing.assert_array_equal(packed[at:at + gb], alone[g][b * gb:(b + 1) * gb], err_msg=f"group {g} block {b}")
+
+
 def test_a_large_matrix_repacked_in_slices_is_the_same():
     """A matrix of tens of MB repacks in slices of row groups, one thread each (load time): the
     slices' seams lose nothing. 2053 groups of 8 rows (not a multiple of any slice count) of Q4_0,

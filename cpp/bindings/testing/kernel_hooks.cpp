@@ -5,6 +5,7 @@
 #include <pybind11/stl.h>
 
 #include <chrono>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <optional>
@@ -191,6 +192,19 @@ void register_kernel_hooks(py::module_& k) {
       },
       py::arg("weight"), py::arg("type"), py::arg("rows"), py::arg("cols"),
       "The weights repacked to the rows8 layout and each row copied back to the GGUF layout.");
+  k.def(
+      "rows8_packed",
+      [](py::buffer weight, uint32_t type, int64_t rows, int64_t cols) {
+        const py::buffer_info wb = weight.request();
+        qd::cpu::Rows8Buffer store;
+        const qd::cpu::Matrix w = laid_out(make_matrix(wb, type, rows, cols), qd::Isa::scalar, "rows8", &store);
+        const size_t n = qd::cpu::rows8_bytes(w);
+        py::array_t<uint8_t> out((py::ssize_t)n);
+        std::memcpy(out.mutable_data(), w.data, n);
+        return out;
+      },
+      py::arg("weight"), py::arg("type"), py::arg("rows"), py::arg("cols"),
+      "The bytes of the weights repacked to the rows8 layout, as the kernels read them.");
   k.def(
       "requantize_roundtrip",
       [](py::buffer weight, uint32_t type, uint32_t to, int64_t rows, int64_t cols, const std::string& layout) {

@@ -12,6 +12,7 @@
 #include "cpu/act_layout.h"
 #include "cpu/kernels.h"
 #include "cpu/repack.h"
+#include "cpu/rows8_order.h"
 #include "cpu/scalar/kernels.h"
 #include "quant/quant_types.h"
 
@@ -90,7 +91,7 @@ int64_t rows_per_task(const Matrix& w, int n_threads, int64_t n) {
     const int64_t by_balance = (w.rows + split - 1) / split * 8;
     const int64_t by_cache = (int64_t)(task_bytes / std::max<size_t>(8 * w.row_bytes, 1)) * 8;
     most = std::max<int64_t>(8, std::min(by_balance, by_cache));
-    align = 8;
+    align = 8 * rows8_chunk_groups(w.type);
   } else {
     const int64_t by_balance = (w.rows + 4 * n_threads - 1) / (4 * n_threads);
     const int64_t by_cache = std::max<int64_t>(1, (int64_t)(task_bytes / std::max<size_t>(w.row_bytes, 1)));
@@ -158,7 +159,7 @@ void matmul_stolen(const GroupPart* parts, int count, const uint8_t* act, size_t
   first[0] = 0;
   for (int m = 0; m < count; m++) {
     const Matrix& w = *parts[m].w;
-    const int64_t align = w.layout == Layout::rows8 ? 8 : 1;
+    const int64_t align = w.layout == Layout::rows8 ? 8 * rows8_chunk_groups(w.type) : 1;
     chunk_rows[m] = std::max(align, (int64_t)(kStealChunk / std::max<size_t>(w.row_bytes, 1)) / align * align);
     first[m + 1] = first[m] + (w.rows + chunk_rows[m] - 1) / chunk_rows[m];
   }

@@ -1,6 +1,6 @@
 // The rows8 layouts (see repack.h), and the conversions from and to the GGUF layout.
 //
-// Per group of 8 rows and block b, with r the row within the group and "word c of row r" the 4
+// The order of the blocks: cpu/rows8_order.h. Per group of 8 rows and block b, with r the row within the group and "word c of row r" the 4
 // bytes [4c, 4c + 4) of that row's quantized values (ggml's qs, in its own order):
 //   Q4_0    d[8] f16 | qs: word c of row r at 16 + 32c + 4r                      (c < 4)
 //   Q4_1    d[8] f16 | m[8] f16 | qs: word c of row r at 32 + 32c + 4r            (c < 4)
@@ -40,6 +40,7 @@
 #include "common/error.h"
 #include "common/pages.h"
 #include "cpu/kernels.h"
+#include "cpu/rows8_order.h"
 #include "quant/blocks.h"
 #include "quant/quant_types.h"
 
@@ -489,7 +490,7 @@ void pack_groups(const Matrix& w, uint8_t* dst, int64_t g0, int64_t g1, Rows&& r
     for (int64_t b = 0; b < nb; b++) {
       const uint8_t* src[8];
       for (int r = 0; r < 8; r++) src[r] = first + (size_t)r * w.row_bytes + (size_t)b * t->type_size;
-      pack_block(w.type, src, dst + ((size_t)g * nb + b) * gb);
+      pack_block(w.type, src, dst + rows8_block_offset(rows8_chunk_groups(w.type), w.rows / 8, nb, gb, g, b));
     }
     after(g);
   }
@@ -633,8 +634,9 @@ void copy_row(const Matrix& w, int64_t r, uint8_t* dst) {
   const quant::TypeTraits* t = quant::type_traits(w.type);
   const int64_t nb = w.cols / t->block_size;
   const size_t gb = group_block_bytes(w.type);
-  const uint8_t* group = w.data + (size_t)(r / 8) * (size_t)nb * gb;
-  for (int64_t b = 0; b < nb; b++) unpack_block(w.type, group + (size_t)b * gb, (int)(r % 8), dst + (size_t)b * t->type_size);
+  for (int64_t b = 0; b < nb; b++) {
+    unpack_block(w.type, w.data + rows8_block_offset(rows8_chunk_groups(w.type), w.rows / 8, nb, gb, r / 8, b), (int)(r % 8), dst + (size_t)b * t->type_size);
+  }
 }
 
 }  // namespace qd::cpu

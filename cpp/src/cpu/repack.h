@@ -1,10 +1,11 @@
 // Weights rearranged at load for kernels that read 8 weight rows at once ("rows8" layout).
 //
-// In the rows8 layout each group of 8 consecutive weight rows is stored block by block: block b
-// of the group holds block b of all 8 rows, with the quantized values interleaved in 4-byte
+// In the rows8 layout each group of 8 consecutive weight rows is stored in blocks: block b of the
+// group holds block b of all 8 rows, with the quantized values interleaved in 4-byte
 // k-groups, so that one 256-bit load carries 4 consecutive weights of each of the 8 rows and an
 // integer dot product leaves one 32-bit lane per weight row. Scales are stored unpacked, one
-// byte (or f16) per row, next to the values. The byte layout of each type is in repack.cpp.
+// byte (or f16) per row, next to the values. The byte layout of each type is in repack.cpp; the
+// order of the groups' blocks (chunks of 32 groups, block-major inside each) in rows8_order.h.
 //
 // A matrix is repacked only when the active ISA has a rows8 kernel for its type and its row count
 // is a multiple of 8 (then the repacked copy replaces the mapped pages: see repack_matrix).

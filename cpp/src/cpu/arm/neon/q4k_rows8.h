@@ -51,40 +51,33 @@ void q4k_rows8_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act,
   const int64_t nb = w.cols / 256;
   ActQ8_K x[R];
   for (int j = 0; j < R; j++) x[j] = act_q8_K(act + (size_t)j * stride, w.cols);
-  for (int64_t r = r0; r < r1; r += 8) {
-    const uint8_t* group = w.data + (size_t)(r / 8) * (size_t)nb * kQ4KRows8Block;
-    float32x4_t acc_lo[R], acc_hi[R];
-    for (int j = 0; j < R; j++) acc_lo[j] = acc_hi[j] = vdupq_n_f32(0.f);
-    for (int64_t b = 0; b < nb; b++) {
-      const uint8_t* blk = group + (size_t)b * kQ4KRows8Block;
-      int32x4_t isum_lo[R], isum_hi[R];
-      const int8_t* xq[R];
-      for (int j = 0; j < R; j++) isum_lo[j] = isum_hi[j] = vdupq_n_s32(0);
-      for (int s = 0; s < 8; s++) {  // sub-block s: elements 32s .. 32s + 31
-        for (int j = 0; j < R; j++) xq[j] = x[j].qs + 256 * b + 32 * s;
-        q4k_rows8_sub<Tag, R>(blk, s, xq, isum_lo, isum_hi);
-      }
-      const float32x4_t d_lo = rows8_f16x4(blk), d_hi = rows8_f16x4(blk + 8);
-      const float32x4_t dm_lo = rows8_f16x4(blk + 16), dm_hi = rows8_f16x4(blk + 24);
-      for (int j = 0; j < R; j++) {
-        // M = sum over sub-blocks s of m_s * (the sum of the activations of s: two bsums)
-        const int16_t* bs = x[j].bsums + 16 * b;
-        const int16x8_t ssum = vpaddq_s16(vld1q_s16(bs), vld1q_s16(bs + 8));
-        int32x4_t ms_lo = vdupq_n_s32(0), ms_hi = vdupq_n_s32(0);
-        rows8_unroll<8>([&](auto s) QD_ROWS8_INLINE {
-          const int16x8_t m = vreinterpretq_s16_u16(vmovl_u8(vld1_u8(blk + 96 + 8 * decltype(s)::value)));
-          ms_lo = vmlal_laneq_s16(ms_lo, vget_low_s16(m), ssum, decltype(s)::value);
-          ms_hi = vmlal_high_laneq_s16(ms_hi, m, ssum, decltype(s)::value);
-        });
-        const float xd = x[j].d[b];
-        acc_lo[j] = vfmaq_f32(acc_lo[j], vmulq_n_f32(d_lo, xd), vcvtq_f32_s32(isum_lo[j]));
-        acc_hi[j] = vfmaq_f32(acc_hi[j], vmulq_n_f32(d_hi, xd), vcvtq_f32_s32(isum_hi[j]));
-        acc_lo[j] = vfmsq_f32(acc_lo[j], vmulq_n_f32(dm_lo, xd), vcvtq_f32_s32(ms_lo));
-        acc_hi[j] = vfmsq_f32(acc_hi[j], vmulq_n_f32(dm_hi, xd), vcvtq_f32_s32(ms_hi));
-      }
+  rows8_walk<R>(w, nb, kQ4KRows8Block, r0, r1, y, ldy, [&](const uint8_t* blk, int64_t b, float32x4_t* acc_lo, float32x4_t* acc_hi) QD_ROWS8_INLINE {
+    int32x4_t isum_lo[R], isum_hi[R];
+    const int8_t* xq[R];
+    for (int j = 0; j < R; j++) isum_lo[j] = isum_hi[j] = vdupq_n_s32(0);
+    for (int s = 0; s < 8; s++) {  // sub-block s: elements 32s .. 32s + 31
+      for (int j = 0; j < R; j++) xq[j] = x[j].qs + 256 * b + 32 * s;
+      q4k_rows8_sub<Tag, R>(blk, s, xq, isum_lo, isum_hi);
     }
-    for (int j = 0; j < R; j++) rows8_store(y + j * ldy, r, r1, acc_lo[j], acc_hi[j]);
-  }
+    const float32x4_t d_lo = rows8_f16x4(blk), d_hi = rows8_f16x4(blk + 8);
+    const float32x4_t dm_lo = rows8_f16x4(blk + 16), dm_hi = rows8_f16x4(blk + 24);
+    for (int j = 0; j < R; j++) {
+      // M = sum over sub-blocks s of m_s * (the sum of the activations of s: two bsums)
+      const int16_t* bs = x[j].bsums + 16 * b;
+      const int16x8_t ssum = vpaddq_s16(vld1q_s16(bs), vld1q_s16(bs + 8));
+      int32x4_t ms_lo = vdupq_n_s32(0), ms_hi = vdupq_n_s32(0);
+      rows8_unroll<8>([&](auto s) QD_ROWS8_INLINE {
+        const int16x8_t m = vreinterpretq_s16_u16(vmovl_u8(vld1_u8(blk + 96 + 8 * decltype(s)::value)));
+        ms_lo = vmlal_laneq_s16(ms_lo, vget_low_s16(m), ssum, decltype(s)::value);
+        ms_hi = vmlal_high_laneq_s16(ms_hi, m, ssum, decltype(s)::value);
+      });
+      const float xd = x[j].d[b];
+      acc_lo[j] = vfmaq_f32(acc_lo[j], vmulq_n_f32(d_lo, xd), vcvtq_f32_s32(isum_lo[j]));
+      acc_hi[j] = vfmaq_f32(acc_hi[j], vmulq_n_f32(d_hi, xd), vcvtq_f32_s32(isum_hi[j]));
+      acc_lo[j] = vfmsq_f32(acc_lo[j], vmulq_n_f32(dm_lo, xd), vcvtq_f32_s32(ms_lo));
+      acc_hi[j] = vfmsq_f32(acc_hi[j], vmulq_n_f32(dm_hi, xd), vcvtq_f32_s32(ms_hi));
+    }
+  });
 }
 
 template <class Tag, int kMax>

@@ -61,24 +61,17 @@ void q6k_rows8_tile(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act,
   const int64_t nb = w.cols / 256;
   ActQ8_K x[R];
   for (int j = 0; j < R; j++) x[j] = act_q8_K(act + (size_t)j * stride, w.cols);
-  for (int64_t r = r0; r < r1; r += 8) {
-    const uint8_t* group = w.data + (size_t)(r / 8) * (size_t)nb * kQ6KRows8Block;
-    float32x4_t acc_lo[R], acc_hi[R];
-    for (int j = 0; j < R; j++) acc_lo[j] = acc_hi[j] = vdupq_n_f32(0.f);
-    for (int64_t b = 0; b < nb; b++) {
-      const uint8_t* blk = group + (size_t)b * kQ6KRows8Block;
-      int32x4_t isum_lo[R], isum_hi[R];
-      for (int j = 0; j < R; j++) isum_lo[j] = isum_hi[j] = vdupq_n_s32(0);
-      for (int G = 0; G < 16; G++) q6k_rows8_group<Tag, R>(blk, G, x, b, isum_lo, isum_hi);
-      const float32x4_t d_lo = rows8_f16x4(blk), d_hi = rows8_f16x4(blk + 8);
-      for (int j = 0; j < R; j++) {
-        const float xd = x[j].d[b];
-        acc_lo[j] = vfmaq_f32(acc_lo[j], vmulq_n_f32(d_lo, xd), vcvtq_f32_s32(isum_lo[j]));
-        acc_hi[j] = vfmaq_f32(acc_hi[j], vmulq_n_f32(d_hi, xd), vcvtq_f32_s32(isum_hi[j]));
-      }
+  rows8_walk<R>(w, nb, kQ6KRows8Block, r0, r1, y, ldy, [&](const uint8_t* blk, int64_t b, float32x4_t* acc_lo, float32x4_t* acc_hi) QD_ROWS8_INLINE {
+    int32x4_t isum_lo[R], isum_hi[R];
+    for (int j = 0; j < R; j++) isum_lo[j] = isum_hi[j] = vdupq_n_s32(0);
+    for (int G = 0; G < 16; G++) q6k_rows8_group<Tag, R>(blk, G, x, b, isum_lo, isum_hi);
+    const float32x4_t d_lo = rows8_f16x4(blk), d_hi = rows8_f16x4(blk + 8);
+    for (int j = 0; j < R; j++) {
+      const float xd = x[j].d[b];
+      acc_lo[j] = vfmaq_f32(acc_lo[j], vmulq_n_f32(d_lo, xd), vcvtq_f32_s32(isum_lo[j]));
+      acc_hi[j] = vfmaq_f32(acc_hi[j], vmulq_n_f32(d_hi, xd), vcvtq_f32_s32(isum_hi[j]));
     }
-    for (int j = 0; j < R; j++) rows8_store(y + j * ldy, r, r1, acc_lo[j], acc_hi[j]);
-  }
+  });
 }
 
 template <class Tag, int kMax>

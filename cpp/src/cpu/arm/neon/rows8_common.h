@@ -19,6 +19,7 @@
 #include <utility>
 
 #include "cpu/act_layout.h"
+#include "cpu/rows8_order.h"
 
 namespace qd::cpu {
 namespace {
@@ -66,6 +67,35 @@ inline void rows8_store(float* y, int64_t r, int64_t r1, float32x4_t lo, float32
   vst1q_f32(t, lo);
   vst1q_f32(t + 4, hi);
   for (int64_t i = 0; i < r1 - r; i++) y[r + i] = t[i];
+}
+
+// Block b of a span's ng row groups (the first at row, block_bytes apart) into their accumulators:
+// one step of rows8_walk, a function of its own as on x86 (x86/avx2/rows8_common.h).
+template <int R, class BlockFn>
+[[gnu::noinline]] void rows8_walk_step(const uint8_t* row, size_t block_bytes, int ng, int64_t b,
+                                       float32x4_t (*acc_lo)[R], float32x4_t (*acc_hi)[R], const BlockFn& block) {
+  for (int g = 0; g < ng; g++) block(row + (size_t)g * block_bytes, b, acc_lo[g], acc_hi[g]);
+}
+
+// Runs block(blk, b, acc_lo, acc_hi) for every row group of rows [r0, r1) and block b of it, in the
+// layout's order (rows8_order.h): a chunk's groups block after block, the weights one sequential
+// stream. acc_lo / acc_hi are the group's R float accumulators of rows 0-3 and 4-7, which stay in
+// memory between its blocks; block adds block b into them. Then the outputs are stored.
+template <int R, class BlockFn>
+inline void rows8_walk(const Matrix& w, int64_t nb, size_t block_bytes, int64_t r0, int64_t r1, float* y, int64_t ldy,
+                       const BlockFn& block) {
+  float32x4_t acc_lo[kRows8MaxChunkGroups][R], acc_hi[kRows8MaxChunkGroups][R];
+  rows8_spans(w, nb, block_bytes, r0, r1, [&](const Rows8Span& s) {
+    for (int g = 0; g < s.ng; g++) {
+      for (int j = 0; j < R; j++) acc_lo[g][j] = acc_hi[g][j] = vdupq_n_f32(0.f);
+    }
+    for (int64_t b = 0; b < nb; b++) {
+      rows8_walk_step<R>(s.first + (size_t)b * s.stride, block_bytes, s.ng, b, acc_lo, acc_hi, block);
+    }
+    for (int g = 0; g < s.ng; g++) {
+      for (int j = 0; j < R; j++) rows8_store(y + j * ldy, s.r0 + 8 * g, s.r1, acc_lo[g][j], acc_hi[g][j]);
+    }
+  });
 }
 
 // Calls f(std::integral_constant<int, R>{}) for R == m: a run-time row count as a tile height.

@@ -108,32 +108,23 @@ template <int R>
   }
 }
 
+// Block b of one row group against R activation rows, into acc[R] (the tiles of up to 4 rows
+// under AVX2, 8 under AVX-512, walked by rows8_run_chunked).
 template <DotU8S8 D, bool Q5, int R>
-[[gnu::noinline]] void q4k_rows8_tile(const Matrix& w, int64_t r0, int64_t r1, const ActQ8_K* x, float* y,
-                    int64_t ldy) {
-  const int64_t nb = w.cols / 256;
-  const size_t ahead = rows8_prefetch_ahead<R>();
+[[gnu::always_inline]] inline void q4k_rows8_block(const uint8_t* blk, int64_t b, const ActQ8_K* x, __m256* acc) {
   constexpr size_t kBlock = k4k_rows8_block<Q5>();
-  for (int64_t r = r0; r < r1; r += 8) {
-    const uint8_t* group = w.data + (size_t)(r / 8) * (size_t)nb * kBlock;
-    __m256 acc[R];
-    for (int j = 0; j < R; j++) acc[j] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; b++) {
-      const uint8_t* blk = group + (size_t)b * kBlock;
-      __m256i isum[R];
-      const int8_t* xq[R];
-      for (int j = 0; j < R; j++) isum[j] = _mm256_setzero_si256();
-      for (int t = 0; t < 4; t++) {  // chunk t: low nibbles are sub-block 2t, high nibbles 2t + 1
-        rows8_prefetch_part<kBlock, 4>(blk, ahead, t);
-        for (int j = 0; j < R; j++) xq[j] = x[j].qs + 256 * b + 64 * t;
-        q4k_rows8_sub<D, R, false, Q5>(blk, 2 * t, xq, isum);
-        for (int j = 0; j < R; j++) xq[j] += 32;
-        q4k_rows8_sub<D, R, true, Q5>(blk, 2 * t + 1, xq, isum);
-      }
-      q4k_rows8_finish<R>(blk, b, x, isum, acc);
-    }
-    for (int j = 0; j < R; j++) rows8_store(y + j * ldy, r, r1, acc[j]);
+  const size_t ahead = rows8_prefetch_ahead<R>();
+  __m256i isum[R];
+  const int8_t* xq[R];
+  for (int j = 0; j < R; j++) isum[j] = _mm256_setzero_si256();
+  for (int t = 0; t < 4; t++) {  // chunk t: low nibbles are sub-block 2t, high nibbles 2t + 1
+    rows8_prefetch_part<kBlock, 4>(blk, ahead, t);
+    for (int j = 0; j < R; j++) xq[j] = x[j].qs + 256 * b + 64 * t;
+    q4k_rows8_sub<D, R, false, Q5>(blk, 2 * t, xq, isum);
+    for (int j = 0; j < R; j++) xq[j] += 32;
+    q4k_rows8_sub<D, R, true, Q5>(blk, 2 * t + 1, xq, isum);
   }
+  q4k_rows8_finish<R>(blk, b, x, isum, acc);
 }
 
 // Block b of one row group against R rows broadcast in xb, into acc[R] (the tall tiles: rows8_tall).
@@ -190,11 +181,14 @@ template <DotU8S8 D, bool Q5, int R>
 template <DotU8S8 D, bool Q5, int kMax>
 void q4k_rows8_gemm(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t stride, int64_t n, float* y,
                     int64_t ldy) {
-  rows8_run<kMax, ActQ8_K>(w, r0, r1, act, stride, n, act_q8_K, [&](auto rc, int64_t r, int64_t r_end, const ActQ8_K* x, int64_t i0) {
-    q4k_rows8_tile<D, Q5, decltype(rc)::value>(w, r, r_end, x, y + i0 * ldy, ldy);
-  }, [&](auto rc, int64_t r, int64_t r_end, const ActQ8_K* x, int64_t i0) {
-    q4k_rows8_tall<D, Q5, decltype(rc)::value>(w, r, r_end, x, y + i0 * ldy, ldy);
-  });
+  rows8_run_chunked<kMax, ActQ8_K>(
+      w, w.cols / 256, k4k_rows8_block<Q5>(), r0, r1, act, stride, n, y, ldy, act_q8_K,
+      [&](auto rc, const uint8_t* blk, int64_t b, const ActQ8_K* x, __m256* acc) QD_ROWS8_INLINE {
+        q4k_rows8_block<D, Q5, decltype(rc)::value>(blk, b, x, acc);
+      },
+      [&](auto rc, int64_t r, int64_t r_end, const ActQ8_K* x, int64_t i0) {
+        q4k_rows8_tall<D, Q5, decltype(rc)::value>(w, r, r_end, x, y + i0 * ldy, ldy);
+      });
 }
 
 }  // namespace

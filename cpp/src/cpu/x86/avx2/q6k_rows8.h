@@ -102,25 +102,15 @@ template <DotU8S8 D, int R>
   }
 }
 
+// Block b of one row group against R activation rows, into acc[R] (the tiles of up to 4 rows
+// under AVX2, 8 under AVX-512, walked by rows8_run_chunked).
 template <DotU8S8 D, int R>
-[[gnu::noinline]] void q6k_rows8_tile(const Matrix& w, int64_t r0, int64_t r1, const ActQ8_K* x, float* y,
-                    int64_t ldy) {
-  const int64_t nb = w.cols / 256;
-  const size_t ahead = rows8_prefetch_ahead<R>();
-  for (int64_t r = r0; r < r1; r += 8) {
-    const uint8_t* group = w.data + (size_t)(r / 8) * (size_t)nb * kQ6KRows8Block;
-    __m256 acc[R];
-    for (int j = 0; j < R; j++) acc[j] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; b++) {
-      const uint8_t* blk = group + (size_t)b * kQ6KRows8Block;
-      rows8_prefetch(blk, kQ6KRows8Block, ahead);
-      __m256i isum[R];
-      for (int j = 0; j < R; j++) isum[j] = _mm256_setzero_si256();
-      for (int u = 0; u < 8; u++) q6k_rows8_pair<D, R>(blk, x, b, u, isum);
-      q6k_rows8_finish<R>(blk, b, x, isum, acc);
-    }
-    for (int j = 0; j < R; j++) rows8_store(y + j * ldy, r, r1, acc[j]);
-  }
+[[gnu::always_inline]] inline void q6k_rows8_block(const uint8_t* blk, int64_t b, const ActQ8_K* x, __m256* acc) {
+  rows8_prefetch(blk, kQ6KRows8Block, rows8_prefetch_ahead<R>());
+  __m256i isum[R];
+  for (int j = 0; j < R; j++) isum[j] = _mm256_setzero_si256();
+  for (int u = 0; u < 8; u++) q6k_rows8_pair<D, R>(blk, x, b, u, isum);
+  q6k_rows8_finish<R>(blk, b, x, isum, acc);
 }
 
 // Block b of R activation rows broadcast as Rows8Bcast holds them, plus for each row and group of
@@ -223,11 +213,14 @@ template <DotU8S8 D, int R>
 template <DotU8S8 D, int kMax>
 void q6k_rows8_gemm(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t stride, int64_t n, float* y,
                     int64_t ldy) {
-  rows8_run<kMax, ActQ8_K>(w, r0, r1, act, stride, n, act_q8_K, [&](auto rc, int64_t r, int64_t r_end, const ActQ8_K* x, int64_t i0) {
-    q6k_rows8_tile<D, decltype(rc)::value>(w, r, r_end, x, y + i0 * ldy, ldy);
-  }, [&](auto rc, int64_t r, int64_t r_end, const ActQ8_K* x, int64_t i0) {
-    q6k_rows8_tall<D, decltype(rc)::value>(w, r, r_end, x, y + i0 * ldy, ldy);
-  });
+  rows8_run_chunked<kMax, ActQ8_K>(
+      w, w.cols / 256, kQ6KRows8Block, r0, r1, act, stride, n, y, ldy, act_q8_K,
+      [&](auto rc, const uint8_t* blk, int64_t b, const ActQ8_K* x, __m256* acc) QD_ROWS8_INLINE {
+        q6k_rows8_block<D, decltype(rc)::value>(blk, b, x, acc);
+      },
+      [&](auto rc, int64_t r, int64_t r_end, const ActQ8_K* x, int64_t i0) {
+        q6k_rows8_tall<D, decltype(rc)::value>(w, r, r_end, x, y + i0 * ldy, ldy);
+      });
 }
 
 }  // namespace

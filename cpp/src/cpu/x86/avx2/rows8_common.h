@@ -11,6 +11,7 @@
 
 #include "common/cpu_features.h"
 #include "cpu/act_layout.h"
+#include "cpu/rows8_order.h"
 #include "cpu/x86/common.h"
 
 namespace qd::cpu {
@@ -18,6 +19,9 @@ namespace {
 
 // 8 f16 values (one per row of the group) as floats.
 inline __m256 rows8_f16(const uint8_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)p)); }
+
+// On the block lambdas of rows8_walk, so that each tile's block stays inside its walk's loop.
+#define QD_ROWS8_INLINE __attribute__((always_inline))
 
 // Keeps v in a register at this point. Without it GCC turns a fully unrolled chain of integer adds
 // into a reassociated tree and spills it (measured on the Q4_K tile: 5-10 % slower than a loop
@@ -173,34 +177,88 @@ inline void rows8_tiles(int64_t n, TileFn&& tile) {
   }
 }
 
-// No tall tiles: rows8_run gives every tile height to its tile function.
-struct Rows8NoTall {};
-
 // Runs tile(R, r, r_end, x, i0) over every group of 8 weight rows in [r0, r1) and, inside each
 // group, every tile of activation rows: a group's weights (a few KB) stay in L1 for all tiles.
-// x points at the tile's activation row views (view(row, cols) of each quantized row). Given a
-// tall function, the tall tiles (rows8_is_tall) go to tall(R, r0, r1, x, i0)
-// instead, each over the whole row range (rows8_tall).
-template <int kMax, class Act, class View, class TileFn, class TallFn = Rows8NoTall>
+// x points at the tile's activation row views (view(row, cols) of each quantized row). For the
+// types stored group by group (rows8_order.h); rows8_run_chunked for the others.
+template <int kMax, class Act, class View, class TileFn>
 inline void rows8_run(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t stride, int64_t n,
-                      View&& view, TileFn&& tile, TallFn&& tall = {}) {
-  constexpr bool kTall = !std::is_same_v<std::decay_t<TallFn>, Rows8NoTall>;
+                      View&& view, TileFn&& tile) {
   constexpr int64_t kChunk = 64;
   Act xs[kChunk];
   for (int64_t a0 = 0; a0 < n; a0 += kChunk) {
     const int64_t m = n - a0 < kChunk ? n - a0 : kChunk;
     for (int64_t i = 0; i < m; i++) xs[i] = view(act + (size_t)(a0 + i) * stride, w.cols);
-    if constexpr (kTall) {
-      rows8_tiles<kMax>(m, [&](auto rc, int64_t i0) {
-        if constexpr (rows8_is_tall(decltype(rc)::value)) tall(rc, r0, r1, xs + i0, a0 + i0);
-      });
-    }
     for (int64_t r = r0; r < r1; r += 8) {
       const int64_t r_end = r + 8 < r1 ? r + 8 : r1;
-      rows8_tiles<kMax>(m, [&](auto rc, int64_t i0) {
-        if constexpr (!kTall || !rows8_is_tall(decltype(rc)::value)) tile(rc, r, r_end, xs + i0, a0 + i0);
-      });
+      rows8_tiles<kMax>(m, [&](auto rc, int64_t i0) { tile(rc, r, r_end, xs + i0, a0 + i0); });
     }
+  }
+}
+
+// Block b of a span's ng row groups (the first at row, block_bytes apart) against one tile of
+// activation rows: block(blk, b, acc) adds it into the group's accumulators, acc_stride apart from
+// one group to the next. A function of its own: inlined into the loops of rows8_run_chunked, GCC
+// kept the block's int16 sums in memory instead of registers (Q4_K, 4 rows, in cache: 15 %
+// slower).
+template <int R, class BlockFn>
+[[gnu::noinline]] void rows8_walk_step(const uint8_t* row, size_t block_bytes, int ng, int64_t b, __m256* acc,
+                                       int acc_stride, const BlockFn& block) {
+  for (int g = 0; g < ng; g++) block(row + (size_t)g * block_bytes, b, acc + (size_t)g * acc_stride);
+}
+
+// The matmul of the types stored in chunks of row groups (rows8_order.h), nb blocks of block_bytes
+// per group. The activation rows are cut into tiles (rows8_tiles):
+// - the tall tiles (rows8_is_tall) go to tall(R, r0, r1, x, i0), each over the whole row range
+//   (rows8_tall);
+// - the others walk the layout's order, a chunk's groups block after block: block(R, blk, b, x,
+//   acc) adds block b of the group at blk into the tile's R accumulators at acc, which stay in
+//   memory between the group's blocks (up to 64 rows of a chunk's 8 groups: 16 KiB). Every tile
+//   takes block b of the span's groups before block b + 1, so each block stays in L1 for all.
+// x points at the tile's activation row views (view(row, cols) of each quantized row).
+template <int kMax, class Act, class View, class BlockFn, class TallFn>
+inline void rows8_run_chunked(const Matrix& w, int64_t nb, size_t block_bytes, int64_t r0, int64_t r1,
+                              const uint8_t* act, size_t stride, int64_t n, float* y, int64_t ldy, View&& view,
+                              BlockFn&& block, TallFn&& tall) {
+  constexpr int kChunk = 64;
+  Act xs[kChunk];
+  alignas(32) __m256 acc[kRows8MaxChunkGroups][kChunk];
+  for (int64_t a0 = 0; a0 < n; a0 += kChunk) {
+    const int64_t m = n - a0 < kChunk ? n - a0 : kChunk;
+    for (int64_t i = 0; i < m; i++) xs[i] = view(act + (size_t)(a0 + i) * stride, w.cols);
+    bool walk = false;
+    rows8_tiles<kMax>(m, [&](auto rc, int64_t i0) {
+      if constexpr (rows8_is_tall(decltype(rc)::value)) {
+        tall(rc, r0, r1, xs + i0, a0 + i0);
+      } else {
+        walk = true;
+      }
+    });
+    if (!walk) continue;
+    rows8_spans(w, nb, block_bytes, r0, r1, [&](const Rows8Span& s) {
+      for (int g = 0; g < s.ng; g++) {
+        for (int64_t i = 0; i < m; i++) acc[g][i] = _mm256_setzero_ps();
+      }
+      for (int64_t b = 0; b < nb; b++) {
+        const uint8_t* row = s.first + (size_t)b * s.stride;
+        rows8_tiles<kMax>(m, [&](auto rc, int64_t i0) {
+          if constexpr (!rows8_is_tall(decltype(rc)::value)) {
+            const Act* x = xs + i0;
+            rows8_walk_step<decltype(rc)::value>(row, block_bytes, s.ng, b, &acc[0][i0], kChunk,
+                                                 [&](const uint8_t* blk, int64_t bb, __m256* a) QD_ROWS8_INLINE {
+                                                   block(rc, blk, bb, x, a);
+                                                 });
+          }
+        });
+      }
+      rows8_tiles<kMax>(m, [&](auto rc, int64_t i0) {
+        if constexpr (!rows8_is_tall(decltype(rc)::value)) {
+          for (int g = 0; g < s.ng; g++) {
+            for (int j = 0; j < decltype(rc)::value; j++) rows8_store(y + (a0 + i0 + j) * ldy, s.r0 + 8 * g, s.r1, acc[g][i0 + j]);
+          }
+        }
+      });
+    });
   }
 }
 
@@ -223,27 +281,26 @@ struct Rows8Bcast {
   const __m256i* at(int s, int j) const { return (const __m256i*)v[s][j]; }
 };
 
-// Row groups per rows8_tall chunk: their float accumulators (1 KiB each at R = 8) and the
-// broadcast blocks stay in L1 together.
-constexpr int kRows8TallGroups = 32;
-
 // Bytes of broadcast activations (Rows8Bcast) a rows8_tall pass keeps: as many consecutive blocks
-// as fit, so that each row group's weights are read in runs of that many blocks. Longer runs
-// stream better from memory; broadcasts beyond L1 cost more than they save. Zen 4, forced AVX2,
-// the 1.5B's forward of n tokens from memory (medians of 4-5 alternated rounds, three runs):
+// as fit, so that each row group's weights are read in runs of that many blocks. Broadcasts
+// beyond L1 cost more than they save. Zen 4, forced AVX2, the 1.5B's forward of n tokens from
+// memory, in the former group-by-group layout (medians of 4-5 alternated rounds, three runs):
 // n = 5 (two blocks) 54.4-60.7 ms against 60.6-65.5 with one; n = 8 with two blocks (32 KiB) 92.8
 // against 76.5; n = 6 with two (24 KiB) 76.2 against 73.8.
 // In cache (1536 x 1536, one thread) two blocks at n = 8 are 13 % slower.
 constexpr size_t kRows8TallBcastBytes = 20 * 1024;
 
+// Row groups per rows8_tall pass: their float accumulators (1 KiB each at R = 8) and the broadcast
+// blocks stay in L1 together.
+constexpr int kRows8TallGroups = 32;
+
 // The tall tiles' loop order: the R activation rows against the row groups of [r0, r1) a run of
-// blocks at a time instead of group by group, so that each run's broadcasts (Rows8Bcast) serve a
-// chunk of kRows8TallGroups groups. block(blk, b, xb, acc) adds block b of the group at blk into
-// its R accumulators, and must do so with the FMAs, in the order, of the group-by-group tile: each
-// output still takes its blocks in order, so it gets the same floats in the same order and the
-// results do not depend on the loop order. The weights of the group two ahead (or the chunk's
-// first groups of the next run) are prefetched into L2 (the 2-group distance and T1 hint: chosen
-// by ear on Zen 4; 4, 8 and 16 groups measured no better).
+// blocks at a time instead of group by group, so that each run's broadcasts (Rows8Bcast) serve
+// kRows8TallGroups groups: four chunks of the layout (rows8_order.h), each read as a sequential
+// stream. block(blk, b, xb, acc) adds block b of the group at blk into its R accumulators, and
+// must do so with the FMAs, in the order, of the group-by-group tile: each output still takes its
+// blocks in order, so it gets the same floats in the same order and the results do not depend on
+// the loop order. The block two groups on in the walk is prefetched into L2 (T1).
 // Bcast is Rows8Bcast<R> or a type derived from it that fills more per block (Q6_K's offsets); the
 // run length is that of Rows8Bcast<R> either way.
 template <int R, class Bcast = Rows8Bcast<R>, class BlockFn>
@@ -251,13 +308,19 @@ inline void rows8_tall(const Matrix& w, size_t block_bytes, int64_t r0, int64_t 
                        int64_t ldy, BlockFn&& block) {
   constexpr int kRun = std::max(1, (int)(kRows8TallBcastBytes / sizeof(Rows8Bcast<R>)));  // blocks per run
   const int64_t nb = w.cols / 256;
-  const size_t group_bytes = (size_t)nb * block_bytes;
   Bcast xb[kRun];
   __m256 acc[kRows8TallGroups][R];
+  const uint8_t* base[kRows8TallGroups];  // group i's block b at base[i] + b * stride[i]
+  size_t stride[kRows8TallGroups];
   for (int64_t c0 = r0; c0 < r1; c0 += 8 * kRows8TallGroups) {
     const int64_t c1 = c0 + 8 * kRows8TallGroups < r1 ? c0 + 8 * kRows8TallGroups : r1;
-    const int ng = (int)((c1 - c0 + 7) / 8);
-    const uint8_t* first = w.data + (size_t)(c0 / 8) * group_bytes;
+    int ng = 0;
+    rows8_spans(w, nb, block_bytes, c0, c1, [&](const Rows8Span& s) {
+      for (int g = 0; g < s.ng; g++, ng++) {
+        base[ng] = s.first + (size_t)g * block_bytes;
+        stride[ng] = s.stride;
+      }
+    });
     for (int g = 0; g < ng; g++) {
       for (int j = 0; j < R; j++) acc[g][j] = _mm256_setzero_ps();
     }
@@ -265,11 +328,12 @@ inline void rows8_tall(const Matrix& w, size_t block_bytes, int64_t r0, int64_t 
       const int run = nb - b0 < kRun ? (int)(nb - b0) : kRun;
       for (int i = 0; i < run; i++) xb[i].fill(x, b0 + i);
       for (int g = 0; g < ng; g++) {
-        const uint8_t* blk = first + (size_t)g * group_bytes + (size_t)b0 * block_bytes;
-        const uint8_t* next = g + 2 < ng ? blk + 2 * group_bytes : first + (size_t)(g + 2 - ng) * group_bytes + (size_t)(b0 + run) * block_bytes;
+        const uint8_t* blk = base[g] + (size_t)b0 * stride[g];
+        const int h = (g + 2) % ng;  // two on, in this run or the next
+        const uint8_t* next = base[h] + (size_t)(b0 + (g + 2) / ng * run) * stride[h];
         for (int i = 0; i < run; i++) {
-          for (size_t o = 0; o < block_bytes; o += 64) _mm_prefetch((const char*)(next + i * block_bytes + o), _MM_HINT_T1);
-          block(blk + i * block_bytes, b0 + i, xb[i], acc[g]);
+          for (size_t o = 0; o < block_bytes; o += 64) _mm_prefetch((const char*)(next + i * stride[h] + o), _MM_HINT_T1);
+          block(blk + i * stride[g], b0 + i, xb[i], acc[g]);
         }
       }
     }
