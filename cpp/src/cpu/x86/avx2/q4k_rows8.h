@@ -134,12 +134,13 @@ template <DotU8S8 D, bool Q5, int R>
 // through memory, which the registers cannot spare. Then q4k_rows8_finish.
 template <DotU8S8 D, bool Q5, int R>
 [[gnu::always_inline]] inline void q4k_rows8_tall_block(const uint8_t* blk, int64_t b, const ActQ8_K* x,
-                                                        const Rows8Bcast<R>& xb, __m256* acc) {
+                                                        const Rows8Bcast<R>& xb, __m256* acc, const uint8_t* next) {
   constexpr int kParts = Q5 && D == DotU8S8::maddubs ? 2 : 1;
   const uint8_t* qh = blk + 1184;
   alignas(32) __m256i isum[R];
   for (int j = 0; j < R; j++) isum[j] = _mm256_setzero_si256();
   for (int s = 0; s < 8; s++) {
+    rows8_prefetch_part<k4k_rows8_block<Q5>(), 8, _MM_HINT_T1>(next, 0, s);
     const uint8_t* qv = blk + 160 + 256 * (s / 2);
     const __m256i sc = rows8_u8_scales<D>(blk + 32 + 8 * s);
     __m256i v[8];
@@ -173,8 +174,8 @@ template <DotU8S8 D, bool Q5, int R>
 [[gnu::noinline]] void q4k_rows8_tall(const Matrix& w, int64_t r0, int64_t r1, const ActQ8_K* x, float* y,
                                       int64_t ldy) {
   rows8_tall<R>(w, k4k_rows8_block<Q5>(), r0, r1, x, y, ldy,
-                [&](const uint8_t* blk, int64_t b, const Rows8Bcast<R>& xb, __m256* acc) {
-                  q4k_rows8_tall_block<D, Q5, R>(blk, b, x, xb, acc);
+                [&](const uint8_t* blk, int64_t b, const Rows8Bcast<R>& xb, __m256* acc, const uint8_t* next) {
+                  q4k_rows8_tall_block<D, Q5, R>(blk, b, x, xb, acc, next);
                 });
 }
 

@@ -188,16 +188,25 @@ using Q6KRows8Bcast = std::conditional_t<D == DotU8S8::maddubs, Rows8BcastQ6<R>,
 // sub-blocks, then q6k_rows8_finish.
 template <DotU8S8 D, int R>
 [[gnu::always_inline]] inline void q6k_rows8_tall_block(const uint8_t* blk, int64_t b, const ActQ8_K* x,
-                                                        const Q6KRows8Bcast<D, R>& xb, __m256* acc) {
+                                                        const Q6KRows8Bcast<D, R>& xb, __m256* acc,
+                                                        const uint8_t* next) {
   __m256i isum[R];
   for (int j = 0; j < R; j++) isum[j] = _mm256_setzero_si256();
+  rows8_prefetch_part<kQ6KRows8Block, 8, _MM_HINT_T1>(next, 0, 0);
   q6k_rows8_tall_sub<D, R, 0>(blk, xb, isum);
+  rows8_prefetch_part<kQ6KRows8Block, 8, _MM_HINT_T1>(next, 0, 1);
   q6k_rows8_tall_sub<D, R, 1>(blk, xb, isum);
+  rows8_prefetch_part<kQ6KRows8Block, 8, _MM_HINT_T1>(next, 0, 2);
   q6k_rows8_tall_sub<D, R, 2>(blk, xb, isum);
+  rows8_prefetch_part<kQ6KRows8Block, 8, _MM_HINT_T1>(next, 0, 3);
   q6k_rows8_tall_sub<D, R, 3>(blk, xb, isum);
+  rows8_prefetch_part<kQ6KRows8Block, 8, _MM_HINT_T1>(next, 0, 4);
   q6k_rows8_tall_sub<D, R, 4>(blk, xb, isum);
+  rows8_prefetch_part<kQ6KRows8Block, 8, _MM_HINT_T1>(next, 0, 5);
   q6k_rows8_tall_sub<D, R, 5>(blk, xb, isum);
+  rows8_prefetch_part<kQ6KRows8Block, 8, _MM_HINT_T1>(next, 0, 6);
   q6k_rows8_tall_sub<D, R, 6>(blk, xb, isum);
+  rows8_prefetch_part<kQ6KRows8Block, 8, _MM_HINT_T1>(next, 0, 7);
   q6k_rows8_tall_sub<D, R, 7>(blk, xb, isum);
   q6k_rows8_finish<R, D != DotU8S8::maddubs>(blk, b, x, isum, acc);
 }
@@ -205,8 +214,9 @@ template <DotU8S8 D, int R>
 template <DotU8S8 D, int R>
 [[gnu::noinline]] void q6k_rows8_tall(const Matrix& w, int64_t r0, int64_t r1, const ActQ8_K* x, float* y, int64_t ldy) {
   rows8_tall<R, Q6KRows8Bcast<D, R>>(w, kQ6KRows8Block, r0, r1, x, y, ldy,
-                                      [&](const uint8_t* blk, int64_t b, const Q6KRows8Bcast<D, R>& xb, __m256* acc) {
-    q6k_rows8_tall_block<D, R>(blk, b, x, xb, acc);
+                                      [&](const uint8_t* blk, int64_t b, const Q6KRows8Bcast<D, R>& xb, __m256* acc,
+                                          const uint8_t* next) {
+    q6k_rows8_tall_block<D, R>(blk, b, x, xb, acc, next);
   });
 }
 
