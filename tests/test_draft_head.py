@@ -38,6 +38,27 @@ def test_subset_logits_are_the_full_layer_bits(tiny):
     assert np.isfinite(want).all()
 
 
+@pytest.mark.parametrize("otype", ["Q4_K", "Q6_K"])
+def test_subset_of_an_output_stored_in_chunks_is_the_full_layer_bits(tmp_path, otype):
+    """An output matrix of Q4_K or Q6_K, which the rows8 layout stores in chunks of 64 rows
+    (cpu/rows8_order.h): the head's first ids (16, inside the first chunk) and its extra ids (a
+    padded group of their own) read the same bits as the full layer, whichever ISA repacks. 96 ids:
+    a whole chunk and one of 32 rows; 512 columns: two blocks a row, so that a chunk read at the
+    wrong stride shows. (The first ids read as a view of 16 rows took the chunk's blocks at the
+    stride of 2 groups, and a view of rows not a multiple of 8 never ended.)"""
+    spec = TinySpec(arch="qwen2", n_layer=1, n_vocab=96, n_embd=512, n_ff=64, wtype="Q8_0", tied=False,
+                    output_type=otype, seed=4)
+    path = write_tiny_model(tmp_path / "m.gguf", spec)
+    full, sub = contexts(path)
+    sub.set_head_subset(16, [90])
+    want = full.eval(PROMPT)
+    got = sub.eval(PROMPT)
+    computed = sorted(set(range(16)) | {90} | set(PROMPT))
+    np.testing.assert_array_equal(got[:, computed], want[:, computed])
+    assert np.all(got[:, np.setdiff1d(np.arange(96), computed)] == -np.inf)
+    assert np.isfinite(want).all()
+
+
 def test_ids_join_the_head_when_evaluated(tiny):
     full, sub = contexts(tiny)
     sub.set_head_subset(8)

@@ -52,10 +52,11 @@ struct Rows8Span {
 };
 
 // Calls fn(span) for each chunk's share of rows [r0, r1) (r0 a multiple of 8), in order. w is in
-// the rows8 layout with nb blocks a row, a group's block gb bytes.
+// the rows8 layout with nb blocks a row, a group's block gb bytes; its rows, if not a multiple of 8,
+// end inside their last group (a view of the rows that matter of a layout padded with zero rows).
 template <class Fn>
 inline void rows8_spans(const Matrix& w, int64_t nb, size_t gb, int64_t r0, int64_t r1, Fn&& fn) {
-  const int64_t chunk = rows8_chunk_groups(w.type), groups = w.rows / 8, g_end = (r1 + 7) / 8;
+  const int64_t chunk = rows8_chunk_groups(w.type), groups = (w.rows + 7) / 8, g_end = (r1 + 7) / 8;
   for (int64_t g = r0 / 8; g < g_end;) {
     const int64_t c0 = g / chunk * chunk;
     const int64_t c1 = std::min(c0 + chunk, groups), g1 = std::min(c1, g_end);
@@ -63,6 +64,19 @@ inline void rows8_spans(const Matrix& w, int64_t nb, size_t gb, int64_t r0, int6
                  std::min(8 * g1, r1), (int)(g1 - g)});
     g = g1;
   }
+}
+
+// A view of w's first `rows` rows or more that the kernels can read: in the rows8 layout, rounded
+// up to whole chunks (a chunk cut short would take its groups' blocks at another stride), at most
+// all of w. Its outputs past `rows` are the matrix's own.
+inline Matrix rows8_prefix(const Matrix& w, int64_t rows) {
+  Matrix v = w;
+  if (w.layout == Layout::rows8) {
+    const int64_t chunk_rows = 8 * rows8_chunk_groups(w.type);
+    rows = (rows + chunk_rows - 1) / chunk_rows * chunk_rows;
+  }
+  v.rows = std::min(rows, w.rows);
+  return v;
 }
 
 }  // namespace qd::cpu

@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "common/thread_pool.h"
 #include "cpu/repack.h"
+#include "cpu/rows8_order.h"
 #include "model/kv_cache.h"
 #include "model/ops.h"
 #include "model/recurrent_state.h"
@@ -211,9 +212,8 @@ struct Context::Impl {
   void output_subset(int rows, float* logits) {
     const cpu::Matrix& out = m.weights().output;
     const int64_t V = hp.n_vocab, n_extra = (int64_t)head_ids.size();
-    cpu::Matrix top = out;
-    top.rows = head_top;
-    cpu::matmul(top, xn.data(), rows, logits, V, pool);
+    // ids [0, head_top), and the rest of a chunk of the rows8 layout (overwritten below)
+    cpu::matmul(cpu::rows8_prefix(out, head_top), xn.data(), rows, logits, V, pool);
     if (n_extra > 0) {
       cpu::Matrix extra = out;
       extra.data = head_rows.data();
