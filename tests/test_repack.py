@@ -50,8 +50,8 @@ def test_rows8_stores_each_chunk_block_by_block(t):
     groups, cols = 21, cols_for(t)
     rows = 8 * groups
     w = rng.integers(0, 256, random_weight(t, rows, cols, rng).shape, dtype=np.uint8)
-    packed = K.rows8_packed(w, int(t), rows, cols)
-    alone = [K.rows8_packed(w[8 * g:8 * g + 8], int(t), 8, cols) for g in range(groups)]
+    packed = K.rows8_roundtrip(w, int(t), rows, cols, packed=True)
+    alone = [K.rows8_roundtrip(w[8 * g:8 * g + 8], int(t), 8, cols, packed=True) for g in range(groups)]
     nb = cols // gguf.GGML_QUANT_SIZES[t][0]
     gb = alone[0].size // nb
     assert packed.size == groups * nb * gb

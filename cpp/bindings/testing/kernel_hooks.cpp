@@ -182,29 +182,22 @@ void register_kernel_hooks(py::module_& k) {
       "('auto'), or forced to the 'rows8' or 'gguf' layout.");
   k.def(
       "rows8_roundtrip",
-      [](py::buffer weight, uint32_t type, int64_t rows, int64_t cols) {
+      [](py::buffer weight, uint32_t type, int64_t rows, int64_t cols, bool packed) {
         const py::buffer_info wb = weight.request();
         qd::cpu::Rows8Buffer store;
         const qd::cpu::Matrix w = laid_out(make_matrix(wb, type, rows, cols), qd::Isa::scalar, "rows8", &store);
+        if (packed) {
+          py::array_t<uint8_t> bytes((py::ssize_t)qd::cpu::rows8_bytes(w));
+          std::memcpy(bytes.mutable_data(), w.data, (size_t)bytes.size());
+          return bytes;
+        }
         py::array_t<uint8_t> out({(py::ssize_t)rows, (py::ssize_t)w.row_bytes});
         for (int64_t r = 0; r < rows; r++) qd::cpu::copy_row(w, r, out.mutable_data() + (size_t)r * w.row_bytes);
         return out;
       },
-      py::arg("weight"), py::arg("type"), py::arg("rows"), py::arg("cols"),
-      "The weights repacked to the rows8 layout and each row copied back to the GGUF layout.");
-  k.def(
-      "rows8_packed",
-      [](py::buffer weight, uint32_t type, int64_t rows, int64_t cols) {
-        const py::buffer_info wb = weight.request();
-        qd::cpu::Rows8Buffer store;
-        const qd::cpu::Matrix w = laid_out(make_matrix(wb, type, rows, cols), qd::Isa::scalar, "rows8", &store);
-        const size_t n = qd::cpu::rows8_bytes(w);
-        py::array_t<uint8_t> out((py::ssize_t)n);
-        std::memcpy(out.mutable_data(), w.data, n);
-        return out;
-      },
-      py::arg("weight"), py::arg("type"), py::arg("rows"), py::arg("cols"),
-      "The bytes of the weights repacked to the rows8 layout, as the kernels read them.");
+      py::arg("weight"), py::arg("type"), py::arg("rows"), py::arg("cols"), py::arg("packed") = false,
+      "The weights repacked to the rows8 layout and each row copied back to the GGUF layout; with packed, "
+      "the repacked bytes themselves, as the kernels read them.");
   k.def(
       "requantize_roundtrip",
       [](py::buffer weight, uint32_t type, uint32_t to, int64_t rows, int64_t cols, const std::string& layout) {
