@@ -83,7 +83,7 @@ void check_shape(const Matrix& w) {
 // attn_output and ffn_down) in 7 tasks of 200 and one of 136 kept one thread idle for 8 % of each
 // such product; 8 of 192 keep both busy to the end.
 int64_t rows_per_task(const Matrix& w, int n_threads, int64_t n) {
-  const bool rows8 = w.layout == Layout::rows8;  // whole groups of 8 rows
+  const bool rows8 = w.layout == Layout::rows8;  // whole chunks of the layout (rows8_order.h)
   const size_t task_bytes = n <= 16 ? (size_t)1 << 20 : (size_t)128 << 10;
   int64_t most, align;
   if (rows8) {
@@ -91,7 +91,7 @@ int64_t rows_per_task(const Matrix& w, int n_threads, int64_t n) {
     const int64_t by_balance = (w.rows + split - 1) / split * 8;
     const int64_t by_cache = (int64_t)(task_bytes / std::max<size_t>(8 * w.row_bytes, 1)) * 8;
     most = std::max<int64_t>(8, std::min(by_balance, by_cache));
-    align = 8 * rows8_chunk_groups(w.type);
+    align = rows8_chunk_rows(w.type);
   } else {
     const int64_t by_balance = (w.rows + 4 * n_threads - 1) / (4 * n_threads);
     const int64_t by_cache = std::max<int64_t>(1, (int64_t)(task_bytes / std::max<size_t>(w.row_bytes, 1)));
@@ -159,7 +159,7 @@ void matmul_stolen(const GroupPart* parts, int count, const uint8_t* act, size_t
   first[0] = 0;
   for (int m = 0; m < count; m++) {
     const Matrix& w = *parts[m].w;
-    const int64_t align = w.layout == Layout::rows8 ? 8 * rows8_chunk_groups(w.type) : 1;
+    const int64_t align = w.layout == Layout::rows8 ? rows8_chunk_rows(w.type) : 1;
     chunk_rows[m] = std::max(align, (int64_t)(kStealChunk / std::max<size_t>(w.row_bytes, 1)) / align * align);
     first[m + 1] = first[m] + (w.rows + chunk_rows[m] - 1) / chunk_rows[m];
   }

@@ -13,7 +13,8 @@
 // the 1.5B's forward of n tokens (bench/ab_builds.py, 20 pairs): n = 8 0.917 of the time
 // (quartiles 0.901-0.940), n = 5 0.912. (Chunks of 32 groups read 0.90 at n = 8 but need the
 // threads' row ranges in multiples of 256 rows, too coarse to balance the small matrices.) Their
-// other tiles walk a chunk's groups in the same order (rows8_walk), one float accumulator per group
+// other tiles walk a chunk's groups in the same order (rows8_run_chunked on x86, rows8_walk on
+// NEON), one float accumulator per group
 // and row kept in memory between blocks. The other types have no tall tiles and keep chunks of
 // one group: with blocks of 32 weights, the accumulators' trips through memory cost more than the
 // order gains (AVX2 Q4_0, one row, in cache: 16 % slower).
@@ -33,6 +34,9 @@ constexpr int64_t rows8_chunk_groups(uint32_t type) {
   using quant::Type;
   return type == (uint32_t)Type::Q4_K || type == (uint32_t)Type::Q5_K || type == (uint32_t)Type::Q6_K ? kRows8MaxChunkGroups : 1;
 }
+
+// Rows per chunk: the unit that thread splits and views of the first rows keep whole.
+constexpr int64_t rows8_chunk_rows(uint32_t type) { return 8 * rows8_chunk_groups(type); }
 
 // Byte offset of block b of row group g, in a rows8 matrix of `groups` row groups of nb blocks,
 // each group's block gb bytes, in chunks of `chunk` groups.
@@ -72,7 +76,7 @@ inline void rows8_spans(const Matrix& w, int64_t nb, size_t gb, int64_t r0, int6
 inline Matrix rows8_prefix(const Matrix& w, int64_t rows) {
   Matrix v = w;
   if (w.layout == Layout::rows8) {
-    const int64_t chunk_rows = 8 * rows8_chunk_groups(w.type);
+    const int64_t chunk_rows = rows8_chunk_rows(w.type);
     rows = (rows + chunk_rows - 1) / chunk_rows * chunk_rows;
   }
   v.rows = std::min(rows, w.rows);

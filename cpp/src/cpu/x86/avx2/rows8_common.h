@@ -20,7 +20,7 @@ namespace {
 // 8 f16 values (one per row of the group) as floats.
 inline __m256 rows8_f16(const uint8_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)p)); }
 
-// On the block lambdas of rows8_walk, so that each tile's block stays inside its walk's loop.
+// On the block lambdas that rows8_walk_step calls, so that each block stays inside its loop.
 #define QD_ROWS8_INLINE __attribute__((always_inline))
 
 // Keeps v in a register at this point. Without it GCC turns a fully unrolled chain of integer adds
