@@ -88,14 +88,15 @@ def edit_prompt_text(engine: Engine, n_tokens: int) -> str:
     return "```python\n" + engine.detokenize(ids) + "\n```" + EDIT_REQUEST
 
 
-def prompt_text(engine: Engine, name: str, args, rep: int) -> str:
-    """The prompt `name`; long and edit ones begin with the take's number, so that no engine
-    finds one in its prompt cache and the end-to-end column counts every prefill."""
+def prompt_text(engine: Engine, name: str, args, rep: int, texts: dict | None = None) -> str:
+    """The prompt `name` (from texts where given, else PROMPTS); long and edit ones begin with the
+    take's number, so that no engine finds one in its prompt cache and the end-to-end column counts
+    every prefill."""
     if name == "long":
         return f"(take {rep})\n" + long_prompt_text(engine, args.long_tokens)
     if name == "edit":
         return f"(take {rep})\n" + edit_prompt_text(engine, args.edit_tokens)
-    return PROMPTS[name]
+    return (texts or PROMPTS)[name]
 
 
 def chat_prompt(engine: Engine, text: str):
@@ -136,9 +137,10 @@ def self_variants(args) -> list[tuple[str, dict]]:
     return [(skip_name(sk), dict(skip_layers=sk or None)) for sk in layer_sets(args.self_skip)]
 
 
-def run(args) -> list[dict]:
+def run(args, texts: dict | None = None) -> list[dict]:
     """All engines stay loaded and take turns per prompt and repetition, so that a change in
-    the machine's load hits every drafter alike; each cell reports its median run."""
+    the machine's load hits every drafter alike; each cell reports its median run. texts: prompt
+    texts by name, instead of PROMPTS (bench/compare.py's own prompts)."""
     engines = {}
     prompt_names = args.prompts.split(",")
     n_ctx = args.n_ctx
@@ -158,7 +160,7 @@ def run(args) -> list[dict]:
     runs: dict = {}
     for rep in range(args.reps):
         for name in prompt_names:
-            text = prompt_text(engines["none"], name, args, rep)
+            text = prompt_text(engines["none"], name, args, rep, texts)
             for drafter, engine in engines.items():
                 c = engine.generate(chat_prompt(engine, text), **kw)
                 s = c.stats
@@ -221,7 +223,7 @@ def print_table(rows, args) -> None:
               + f" {r['time_total']:6.2f}s {r['total_vs_plain']:7.2f}x  {r['sources']}")
 
 
-def main(argv=None) -> int:
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--target", default="qwen2.5-coder-1.5b")
     p.add_argument("--draft", default="qwen2.5-coder-0.5b", help="draft model for the model / hybrid drafters")
@@ -246,7 +248,11 @@ def main(argv=None) -> int:
                         "from measured time: greedy acceptance is then the same on any machine, under any load")
     p.add_argument("--reps", type=int, default=1, help="runs per cell (the median is shown)")
     p.add_argument("--json", default=None, help="also write the rows to this file")
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
     # the memory's read rate before and after the runs: this VM's memory changes speed within minutes
     read = [machine.read_bandwidth(args.threads)]
     rows = run(args)
