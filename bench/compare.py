@@ -20,7 +20,8 @@ section the bandwidth before each of its rounds with each drafter's ratio to our
 taken in turns with every engine loaded in one process (bench/speculative.py's run, the same
 prompts), where a turn's runs share the memory's phase, and, for reference, between the fresh
 processes of the table's cells, which may not. Prints tables with ratios (ours / llama.cpp), writes
-bench/out/compare.json and, when matplotlib is installed, bench/out/compare.png. The llama.cpp build comes from bench/peer.py (cached).
+bench/out/compare.json and, when matplotlib is installed, bench/out/compare.png. The llama.cpp build
+comes from bench/peer.py (cached).
 """
 
 from __future__ import annotations
