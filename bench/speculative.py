@@ -158,10 +158,14 @@ def run(args, texts: dict | None = None) -> list[dict]:
     for engine in engines.values():
         engine.generate("Hello", **{**kw, "max_tokens": 4})  # warm-up: page cache, thread pools
     runs: dict = {}
+    order = list(engines.items())
     for rep in range(args.reps):
-        for name in prompt_names:
+        for p, name in enumerate(prompt_names):
             text = prompt_text(engines["none"], name, args, rep, texts)
-            for drafter, engine in engines.items():
+            # each turn starts one engine later: a place in the turn (first after another prompt's
+            # runs, say) favours no engine
+            turn = (rep * len(prompt_names) + p) % len(order)
+            for drafter, engine in order[turn:] + order[:turn]:
                 c = engine.generate(chat_prompt(engine, text), **kw)
                 s = c.stats
                 runs.setdefault((name, drafter), []).append(dict(
