@@ -156,8 +156,9 @@ inline void rows8_prefetch(const uint8_t* p, size_t bytes, size_t ahead) {
 // turns (20-30 pairs, median of the paired ratios): forced AVX2 in fast memory n = 1 / 2 / 4
 // 0.915 / 0.952 / 0.953 of the time with the whole block prefetched at its start, together with
 // q4k_rows8_part's two chains; AVX-512 n = 8 0.923. The whole block's prefetch unrolled (no loop
-// between the prefetches) measured 4-9 % slower than either. Q6_K's tile, spread over its 8 pairs,
-// measured 1.00-1.04 (slow memory) and keeps rows8_prefetch.
+// between the prefetches) measured 4-9 % slower than either. Q6_K's tile of up to 4 rows, spread
+// over its 8 pairs, measured 1.00-1.04 (slow memory) and keeps rows8_prefetch. The tall tiles use
+// it with kHint T1 for the block two groups on (rows8_tall).
 template <size_t kBytes, int kParts, int kHint = _MM_HINT_T0>
 [[gnu::always_inline]] inline void rows8_prefetch_part(const uint8_t* p, size_t ahead, int part) {
   constexpr size_t kLines = (kBytes + 63) / 64, kPer = (kLines + kParts - 1) / kParts;
