@@ -191,19 +191,17 @@ def spec_turns(spec: dict) -> dict:
     drafter; a turn's two runs share theirs."""
     import speculative
 
-    kinds, draft = {}, spec["draft"]
+    kinds, draft = {}, None
     for d in spec["drafters"]:
         if d in ("ngram", "self"):
             kinds[d] = d
-        elif d.startswith("hybrid:"):
-            kinds["hybrid"], draft = d, d.split(":", 1)[1]
-        else:
-            kinds["model"], draft = d, d
-    models_used = {d.split(":", 1)[-1] for d in spec["drafters"] if d not in ("ngram", "self")}
-    if len(models_used) > 1:
-        raise ValueError(f"one draft model for the model and hybrid drafters, got {sorted(models_used)}")
+            continue
+        kind, model = ("hybrid", d.split(":", 1)[1]) if d.startswith("hybrid:") else ("model", d)
+        if draft not in (None, model):
+            raise ValueError(f"one draft model for the model and hybrid drafters, got {draft} and {model}")
+        kinds[kind], draft = d, model
     args = speculative.parser().parse_args([
-        "--target", spec["target"], "--draft", draft, "--drafters", ",".join(kinds), "--prompts",
+        "--target", spec["target"], "--draft", draft or spec["draft"], "--drafters", ",".join(kinds), "--prompts",
         ",".join(spec["prompts"]), "--threads", str(spec["threads"]), "--max-tokens", str(spec["n"]),
         "--reps", str(spec["reps"]), "--n-ctx", "2048"])
     rows = speculative.run(args, texts=spec["prompts"])
