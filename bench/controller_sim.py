@@ -103,7 +103,9 @@ def main() -> None:
                          "engine's warm-up at load; 0: not")
     ap.add_argument("--real", action="store_true", help="replay real drafts instead of drawing acceptance")
     ap.add_argument("--p-min", type=float, default=0.7, help="--real: a draft ends at its first token below this")
-    ap.add_argument("--drafts-json", default="bench/out/real_drafts.json", help="--real: the recorded drafts (made if absent)")
+    ap.add_argument("--drafts-json", default=str(Path(__file__).resolve().parent / "out" / "real_drafts.json"),
+                    help="--real: the recorded drafts, made if absent (the texts differ by ISA: delete it to record "
+                         "them again)")
     args = ap.parse_args()
     if args.real:
         return replay_real(args)
