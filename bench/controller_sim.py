@@ -130,16 +130,6 @@ def main() -> None:
         print(f"{a:10.2f} {len(fresh) / sum(fresh):7.3f} {len(session) / sum(session):8.3f}")
 
 
-def bench_module(name: str):
-    """bench/<name>.py, by path (bench/ is off sys.path, see above)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(f"qd_bench_{name}", Path(__file__).resolve().parent / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def record_drafts(depth: int) -> dict:
     """{prompt: (steps)}, steps[t] = ([probability of each of the draft's tokens], how many of them
     the target's text follows) at each position t of the target's greedy text."""
@@ -147,13 +137,14 @@ def record_drafts(depth: int) -> dict:
 
     from quickdraft import Engine, models
 
-    spec, misses = bench_module("speculative"), bench_module("draft_head_misses")
-    chat_prompt = spec.chat_prompt
+    sys.path.append(str(Path(__file__).resolve().parent))  # after the standard library (bench/tokenize.py)
+    from draft_head_misses import EXTRA
+    from speculative import PROMPTS, chat_prompt
 
     target = Engine(str(models.resolve("qwen2.5-coder-1.5b")), n_ctx=2048, threads=2)
     draft = _core.LoadedModel(str(models.resolve("qwen2.5-coder-0.5b")), requantize="q4_0")
     out = {}
-    for name, text in {**spec.PROMPTS, **misses.EXTRA}.items():
+    for name, text in {**PROMPTS, **EXTRA}.items():
         prompt = chat_prompt(target, text)
         ids = list(target.tokenize(prompt)) if isinstance(prompt, str) else list(prompt)
         made = list(target.generate(ids, max_tokens=160, temperature=0).tokens)
