@@ -35,7 +35,7 @@ def assert_clean_error(r, *fragments):
     (["--seed", str(2**70)], ["seed must be an integer in [0, 2**64)"]),
     (["--n-ctx", "1000000000"], ["n_ctx 1000000000 needs a KV cache of", "bytes", "smaller n_ctx"]),
     (["--n-ctx", "99999999999"], ["n_ctx must be in [1, 2147483647], got 99999999999"]),
-    (["--threads", "-1"], ["threads must be None (one per CPU) or >= 1, got -1"]),
+    (["--threads", "-1"], ["threads must be None (one per core) or >= 1, got -1"]),
     (["--temperature", "-1"], ["temperature must be >= 0"]),
 ])
 def test_bad_values(model_path, args, fragments):

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/thread_pool.h"
 #include "quant/quant_types.h"
 #include "quickdraft/engine.h"
 #include "sampling/logit_processor.h"
@@ -236,6 +237,9 @@ void register_testing(py::module_& m) {
       py::arg("history"), py::arg("k"), py::arg("n_min") = 2, py::arg("n_max") = 4, py::arg("min_run") = 0,
       "The n-gram drafter's proposal of at most k tokens.");
   t.attr("NGRAM_COPY_RUN") = NgramDrafter::kCopyRun;
+  t.def("physical_cores", &qd::ThreadPool::physical_cores, py::arg("cpus"), py::arg("sysfs_cpu"),
+        "Distinct cores of these CPUs by their sysfs thread_siblings_list (ThreadPool::physical_cores).");
+  t.def("default_threads", &qd::ThreadPool::default_threads, "The native side's thread count for threads=0.");
   t.def("mtp_proposals", &mtp_proposals, py::arg("path"), py::arg("prompt"), py::arg("options"), py::arg("max_tokens"),
         "The MTP drafter's proposal at each step of a greedy generation.");
   t.def("sample_many", &sample_many, py::arg("engine"), py::arg("prompt"), py::arg("options"), py::arg("n"),

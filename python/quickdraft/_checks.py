@@ -109,12 +109,13 @@ def cpu_count() -> int:
 
 
 def threads(value: Optional[int]) -> int:
-    """threads: None (0 for the native side: one per CPU) or >= 1, capped at the CPU count."""
+    """threads: None (0 for the native side: one per core, SMT siblings counted once) or >= 1, capped at
+    the CPU count."""
     if value is None:
         return 0
     n = integer("threads", value, -(2**63), 2**63)
     if n < 1:
-        raise ValueError(f"threads must be None (one per CPU) or >= 1, got {n}")
+        raise ValueError(f"threads must be None (one per core) or >= 1, got {n}")
     cpus = cpu_count()
     if n > cpus:
         warnings.warn(f"threads={n} is more than the {cpus} CPUs this process can use; using {cpus} "

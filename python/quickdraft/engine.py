@@ -165,9 +165,10 @@ class Engine:
     and the controller expects it to pay more than the model.
 
     n_ctx: tokens of KV cache (ValueError, with the bytes needed, when it cannot be allocated; a
-    warning when it exceeds the target's trained context). threads: None (one per CPU this
-    process may use) or >= 1; more than that CPU count is capped to it, with a warning, since
-    extra threads only compete for the same cores. mmap: map the GGUF files (the default: pages
+    warning when it exceeds the target's trained context). threads: None (one per core this
+    process may use: a core's SMT siblings count once, as in llama.cpp) or >= 1; more than the
+    CPUs it may use is capped to them, with a warning, since extra threads only compete for the
+    same cores. mmap: map the GGUF files (the default: pages
     are read on demand and shared with the page cache) or, with False, read them into memory, so
     that a model file truncated or rewritten while the engine runs cannot affect it. A mapped file
     is checked at each generation's start (GGUFError when it changed); a truncation in the middle

@@ -120,8 +120,9 @@ class Context:
 class Model(Context):
     """A GGUF model (path or known key) and its default context.
 
-    ``Model(path, n_ctx=4096, threads=None, mmap=True)``: threads None means one per CPU this
-    process may use, and more than that is capped to it (with a warning); ``mmap=False`` reads
+    ``Model(path, n_ctx=4096, threads=None, mmap=True)``: threads None means one per core this
+    process may use (a core's SMT siblings count once), and more than its CPUs is capped to them
+    (with a warning); ``mmap=False`` reads
     the file into memory, so that truncating or rewriting it while in use cannot affect the model.
     """
 

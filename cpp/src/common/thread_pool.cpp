@@ -2,6 +2,8 @@
 
 #include <sched.h>
 
+#include <fstream>
+#include <set>
 #include <string>
 #include <system_error>
 
@@ -18,10 +20,29 @@
 
 namespace qd {
 
+int ThreadPool::physical_cores(const std::vector<int>& cpus, const std::string& sysfs_cpu) {
+  // Each CPU's list of SMT siblings (its own id included) names its core: "0,8" or "0-1" for
+  // both threads of a core, "3" for a core without SMT.
+  std::set<std::string> cores;
+  for (int cpu : cpus) {
+    std::ifstream f(sysfs_cpu + "/cpu" + std::to_string(cpu) + "/topology/thread_siblings_list");
+    std::string siblings;
+    if (!std::getline(f, siblings) || siblings.empty()) return (int)cpus.size();  // no topology: a core each
+    cores.insert(siblings);
+  }
+  return cores.empty() ? 1 : (int)cores.size();
+}
+
 int ThreadPool::default_threads() {
 #ifdef __linux__
   cpu_set_t set;
-  if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0) {
+    std::vector<int> cpus;
+    for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+      if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
+    }
+    return physical_cores(cpus, "/sys/devices/system/cpu");
+  }
 #endif
   const unsigned n = std::thread::hardware_concurrency();
   return n == 0 ? 1 : (int)n;
@@ -30,7 +51,7 @@ int ThreadPool::default_threads() {
 namespace {
 int checked_threads(int n) {
   if (n < 0 || n > ThreadPool::kMaxThreads) {
-    throw ArgError("threads must be 0 (one per CPU) or in [1, " + std::to_string(ThreadPool::kMaxThreads) + "], got " +
+    throw ArgError("threads must be 0 (one per core) or in [1, " + std::to_string(ThreadPool::kMaxThreads) + "], got " +
                    std::to_string(n));
   }
   return n == 0 ? ThreadPool::default_threads() : n;

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -42,7 +43,16 @@ class ThreadPool {
   int size() const { return n_threads_; }
   void run(int n_tasks, TaskFn fn);  // fn must not throw
 
-  static int default_threads();  // the CPUs this process may run on (affinity mask)
+  // One thread per core this process may run on: the CPUs of its affinity mask, SMT siblings
+  // (hyperthreads) counted once. Decoding streams the weights and a verify is bound by the
+  // vector units, neither of which a core's second hardware thread adds; a second thread per
+  // core only adds one more to wait for at every barrier. llama.cpp defaults to physical cores
+  // for the same reason (on 8 cores / 16 threads, 16 threads decoded at 2.5 tok/s against 9 at 8,
+  // reported in ggml-org/llama.cpp#20020). Not measured here: this project's machines have no SMT.
+  static int default_threads();
+  // How many distinct cores the CPUs `cpus` belong to, by the thread_siblings_list of each under
+  // sysfs_cpu (/sys/devices/system/cpu); cpus.size() where a CPU's topology is not readable.
+  static int physical_cores(const std::vector<int>& cpus, const std::string& sysfs_cpu);
   static constexpr int kMaxThreads = 1024;
 
  private:
