@@ -116,3 +116,57 @@ def test_qwen_draft_head_keeps_the_real_logits(model_path):
     np.testing.assert_array_equal(got[:, cols], want[:, cols])
     inside = cols[np.argmax(want, axis=1)]
     assert np.array_equal(np.argmax(got, axis=1)[inside], np.argmax(want, axis=1)[inside])
+
+
+@pytest.mark.parametrize("requantize, otype", [("", "Q8_0"), ("q4_0", "Q8_0"), ("", "Q6_K")])
+def test_a_model_loaded_for_its_draft_head_computes_the_same_bits(tmp_path, requantize, otype):
+    """LoadedModel(output_rows=40): only the output layer's first 64 rows (40 rounded up to a chunk)
+    are requantized and repacked; the ids past them that join the head (`always`, evaluated) are
+    read from the stored matrix, requantized row by row as the load would have. Oracle: the same
+    head on the model loaded whole. 200 ids, so that the stored rows past 64 are most of them."""
+    spec = TinySpec(arch="qwen2", n_layer=1, n_vocab=200, n_embd=512, n_ff=64, wtype="Q8_0", tied=False,
+                    output_type=otype, seed=5)
+    path = str(write_tiny_model(tmp_path / "m.gguf", spec))
+    prompt = [3, 17, 120, 5, 199, 64, 63, 150, 17]
+    whole = _core.Context(_core.LoadedModel(path, requantize=requantize), 64, 2)
+    part = _core.Context(_core.LoadedModel(path, requantize=requantize, output_rows=40), 64, 2)
+    for c in (whole, part):
+        c.set_head_subset(40, [180])
+    want, got = whole.eval(prompt), part.eval(prompt)
+    computed = sorted(set(range(40)) | {180} | set(prompt))
+    np.testing.assert_array_equal(got[:, computed], want[:, computed])
+    assert np.all(got[:, np.setdiff1d(np.arange(200), computed)] == -np.inf)
+    assert np.isfinite(want[:, computed]).all()
+
+
+def test_a_model_loaded_for_its_draft_head_refuses_a_larger_one(tmp_path):
+    spec = TinySpec(arch="qwen2", n_layer=1, n_vocab=200, wtype="Q8_0", tied=False, seed=5)
+    path = str(write_tiny_model(tmp_path / "m.gguf", spec))
+    lm = _core.LoadedModel(path, output_rows=40)
+    c = _core.Context(lm, 64, 2)
+    # Without set_head_subset a context computes the rows it has: the first 64 and what it evaluates.
+    got = c.eval([3, 150], last_only=True)
+    assert np.isfinite(got[:64]).all() and np.isfinite(got[150]) and got[100] == -np.inf
+    np.testing.assert_array_equal(got[:64], _core.Context(_core.LoadedModel(path), 64, 2).eval([3, 150], last_only=True)[:64])
+    for n_top in (0, 65, 199):
+        with pytest.raises(ValueError, match="output_rows"):
+            c.set_head_subset(n_top)
+    c.set_head_subset(64)  # the rows it computes: allowed
+    tied = write_tiny_model(tmp_path / "tied.gguf", TinySpec(arch="qwen2", n_layer=1, n_vocab=200, wtype="Q8_0", seed=5))
+    c = _core.Context(_core.LoadedModel(str(tied), output_rows=40), 64, 2)
+    c.set_head_subset(0)  # a tied output is the embedding too: loaded whole
+    assert np.isfinite(c.eval([3], last_only=True)).all()
+
+
+@pytest.mark.real
+def test_the_engine_loads_its_draft_for_the_head(model_path):
+    """The 0.5B draft of the default pair scores a head of 32768 ids: loaded so, its output layer
+    holds those rows only (17 MB as Q4_0 instead of 77)."""
+    whole = _core.LoadedModel(str(model_path("qwen2.5-coder-0.5b")), requantize="q4_0")
+    part = _core.LoadedModel(str(model_path("qwen2.5-coder-0.5b")), requantize="q4_0", output_rows=32768)
+    size = lambda lm: lm.matrix_storage["output.weight"][1]
+    assert size(part) * 4 < size(whole)
+    eng = Engine(str(model_path("qwen2.5-coder-1.5b")), draft=str(model_path("qwen2.5-coder-0.5b")), n_ctx=256,
+                 threads=2, draft_quant="q4_0", adaptive=False, draft_max=4)
+    stats = eng.generate("def fib(n):", max_tokens=24, temperature=0.0).stats
+    assert stats.drafted > 0 and stats.acceptance_rate > 0.5  # its drafts still agree with the target

@@ -258,16 +258,18 @@ py::dict hparams_dict(const qd::Hparams& h) {
 
 void register_model(py::module_& m) {
   py::class_<BoundModel>(m, "LoadedModel", "A GGUF model's weights, mapped in place; shared by contexts.")
-      .def(py::init([](const std::string& path, const std::string& requantize, bool mmap) {
+      .def(py::init([](const std::string& path, const std::string& requantize, bool mmap, int64_t output_rows) {
              py::gil_scoped_release release;
              qd::LoadOptions opt;
              opt.requantize = requantize;
              opt.mmap = mmap;
+             if (output_rows > 0) opt.output_rows = [output_rows](int64_t) { return output_rows; };
              return BoundModel{qd::Model::load(path, opt)};
            }),
-           py::arg("path"), py::arg("requantize") = "", py::arg("mmap") = true,
+           py::arg("path"), py::arg("requantize") = "", py::arg("mmap") = true, py::arg("output_rows") = 0,
            "requantize: a GGML type name ('q4_0'); matrices stored wider are requantized to it at load. mmap=False "
-           "reads the file into memory instead of mapping it.")
+           "reads the file into memory instead of mapping it. output_rows > 0: only the output layer's first rows "
+           "(rounded up to 64) are prepared, and a context computes a draft head within them (set_head_subset).")
       .def_property_readonly("mapped", [](const BoundModel& s) { return s.m->file().mapped(); })
       .def_property_readonly(
           "matrix_types",

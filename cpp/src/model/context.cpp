@@ -119,6 +119,18 @@ struct Context::Impl {
     freq_swa = model::RopeFreqs((float)hp.rope_base_swa, 1.0f, factors, hp);
     any_swa = std::any_of(hp.swa_layers.begin(), hp.swa_layers.end(), [](uint8_t s) { return s != 0; });
     if (hp.recurrent()) set_rollback(Context::Rollback::snapshot, kDefaultRollbackWindow);
+    const int64_t computed = m.weights().output.rows;
+    if (computed < hp.n_vocab) head_reset((int)computed);  // a trimmed output: a draft head at most
+  }
+
+  // A draft head of ids [0, n_top) and no others yet; n_top == 0: the full layer.
+  void head_reset(int n_top) {
+    head_top = n_top;
+    head_ids.clear();
+    head_rows.clear();
+    head_packed_stale = true;
+    head_seen.clear();
+    if (head_top > 0) head_seen.assign((size_t)hp.n_vocab, 0);
   }
 
   void set_rollback(Context::Rollback mode, int window) {
@@ -262,7 +274,7 @@ struct Context::Impl {
       head_ids.push_back(id);
       const size_t at = head_rows.size();
       head_rows.resize(at + out.row_bytes);
-      cpu::copy_row(out, id, head_rows.data() + at);
+      m.output_row(id, head_rows.data() + at);
       head_packed_stale = true;
     }
   }
@@ -384,13 +396,15 @@ void Context::set_head_subset(int n_top, const std::vector<int32_t>& always) {
     }
   }
   Impl& d = *impl_;
-  d.head_top = n_top <= 0 || n_top >= V ? 0 : n_top;
-  d.head_ids.clear();
-  d.head_rows.clear();
-  d.head_packed_stale = true;
-  d.head_seen.clear();
+  const int64_t computed = d.m.weights().output.rows;
+  if (computed < V && (n_top <= 0 || n_top > computed)) {
+    throw ArgError("set_head_subset: this model computes the first " + std::to_string(computed) + " of its " +
+                   std::to_string(V) + " output rows only (loaded with output_rows), so a draft head of " +
+                   (n_top <= 0 ? std::string("all of them") : std::to_string(n_top) + " ids") +
+                   " cannot be computed; load it without output_rows, or with as many as the head needs");
+  }
+  d.head_reset(n_top <= 0 || n_top >= V ? 0 : n_top);
   if (d.head_top == 0) return;
-  d.head_seen.assign((size_t)V, 0);
   d.head_add(always.data(), (int)always.size());
 }
 

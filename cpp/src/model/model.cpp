@@ -1,12 +1,14 @@
 // Model::load: open and validate the file, then let the family named by general.architecture
 // read its hyperparameters and view its weights in place.
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <set>
 #include <utility>
 
 #include "common/error.h"
 #include "cpu/repack.h"
+#include "cpu/rows8_order.h"
 #include "model/transformer.h"
 
 namespace qd {
@@ -75,6 +77,29 @@ void model::TransformerModel::repack_for_kernels() {
                      requantized_.end());
 }
 
+void model::TransformerModel::trim_output(int64_t rows) {
+  cpu::Matrix& out = w_.output;
+  constexpr int64_t kChunk = 8 * cpu::kRows8MaxChunkGroups;  // a view of the first rows keeps chunks whole
+  if (rows <= 0 || out.data == w_.token_embd.data || out.layout != cpu::Layout::gguf) return;
+  rows = (rows + kChunk - 1) / kChunk * kChunk;
+  if (rows >= out.rows) return;
+  w_.output_stored = out;
+  out.rows = rows;
+}
+
+void model::TransformerModel::output_row(int64_t id, uint8_t* dst) const {
+  const cpu::Matrix& out = w_.output;
+  if (id < out.rows) return cpu::copy_row(out, id, dst);
+  cpu::Matrix row = w_.output_stored;
+  row.data += (size_t)id * row.row_bytes;
+  row.rows = 1;
+  if (row.type == out.type) {
+    std::memcpy(dst, row.data, row.row_bytes);
+  } else {  // the same row function as requantize_rows8 at load: the same bytes
+    cpu::requantize(row, out.type, dst, /*drop_source=*/false, 1);
+  }
+}
+
 std::vector<Model::MatrixInfo> model::TransformerModel::matrices() const {
   std::vector<MatrixInfo> out;
   const uint8_t* embd = w_.token_embd.data;
@@ -102,6 +127,7 @@ std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOpti
   for (const auto& [name, load_family] : families()) {
     if (name != *arch) continue;
     std::shared_ptr<model::TransformerModel> m = load_family(*file);
+    if (opt.output_rows) m->trim_output(opt.output_rows(m->n_vocab()));
     if (!opt.requantize.empty()) m->requantize(opt.requantize);
     m->repack_for_kernels();
     static_cast<Model&>(*m).file_ = std::move(file);

@@ -30,6 +30,11 @@ struct LoadOptions {
   // Map the file (true) or read it into memory (false: immune to the file being truncated or
   // rewritten while in use). Repacked and requantized weights live in memory either way.
   bool mmap = true;
+  // The rows of the output layer the model will compute, given its vocabulary size: the rest
+  // are neither requantized nor repacked, and a context computes only a draft head within those
+  // rows (Context::set_head_subset; its extra ids past them are read from the stored matrix).
+  // Empty, or <= 0 or >= n_vocab: all of them.
+  std::function<int64_t(int64_t n_vocab)> output_rows;
 };
 
 struct Hparams {

@@ -66,7 +66,9 @@ struct LayerWeights {
 
 struct Weights {
   cpu::Matrix token_embd;            // [n_vocab][n_embd]
-  cpu::Matrix output;                // [n_vocab][n_embd]; token_embd when tied
+  cpu::Matrix output;                // [n_vocab][n_embd]; token_embd when tied; its first rows only
+                                     // when loaded so (LoadOptions::output_rows)
+  cpu::Matrix output_stored;         // then the whole output matrix as stored (rows past output's)
   const float* output_norm = nullptr;  // [n_embd]
   const float* rope_freqs = nullptr;   // [n_rot / 2] frequency divisors (Llama 3.1), or null
   // LongRoPE (phi3): frequency divisors for contexts longer than rope_n_ctx_orig, and for the
@@ -198,10 +200,18 @@ class TransformerModel : public Model {
 
  public:
   std::vector<MatrixInfo> matrices() const override;
+  // Row `id` of the output layer as the model computes it (GGUF layout, w_.output's type): past a
+  // trimmed output (trim_output), the stored row requantized as the others were at load.
+  void output_row(int64_t id, uint8_t* dst) const;
   // Requantizes every matrix stored in a type wider than `to` (model/requantize.cpp); before
   // repack_for_kernels, which requantizes those the kernels read repacked straight into the
   // rows8 layout and rearranges the requantized copies of any others.
   void requantize(const std::string& to);
+  // Keeps the first `rows` rows of an untied output matrix (rounded up to a chunk of the rows8
+  // layout), before requantize and repack_for_kernels, which then touch no more of it: a draft
+  // model that scores only its draft head (Context::set_head_subset). The stored matrix stays
+  // mapped for the rows past them (output_row).
+  void trim_output(int64_t rows);
   // Rearranges every weight the active ISA's kernels read in another layout (cpu/repack.h); the
   // copies replace the mapped pages of the originals (or of the requantized copies, then freed).
   void repack_for_kernels();
