@@ -147,7 +147,8 @@ def test_a_model_loaded_for_its_draft_head_refuses_a_larger_one(tmp_path):
     # Without set_head_subset a context computes the rows it has: the first 64 and what it evaluates.
     got = c.eval([3, 150], last_only=True)
     assert np.isfinite(got[:64]).all() and np.isfinite(got[150]) and got[100] == -np.inf
-    np.testing.assert_array_equal(got[:64], _core.Context(_core.LoadedModel(path), 64, 2).eval([3, 150], last_only=True)[:64])
+    whole = _core.Context(_core.LoadedModel(path), 64, 2)
+    np.testing.assert_array_equal(got[:64], whole.eval([3, 150], last_only=True)[:64])
     for n_top in (0, 65, 199):
         with pytest.raises(ValueError, match="output_rows"):
             c.set_head_subset(n_top)

@@ -31,7 +31,8 @@ def _add_model_args(p: argparse.ArgumentParser, draft_default: str | None) -> No
     p.add_argument("--draft", "-d", default=draft_default,
                    help="drafter: a model (path/key/hf://), 'hybrid:MODEL' (n-gram lookup over the whole context "
                         f"beside the model), 'ngram', 'self', 'mtp', or 'none' (default: {default_help})")
-    p.add_argument("--threads", "-t", type=int, default=None, help="CPU threads (default: one per core, SMT siblings counted once)")
+    p.add_argument("--threads", "-t", type=int, default=None,
+                   help="CPU threads (default: one per core, SMT siblings counted once)")
     p.add_argument("--n-ctx", type=int, default=4096, help="context length in tokens (default 4096)")
     p.add_argument("--draft-max", type=int, default=None, help="most tokens drafted per step")
     p.add_argument("--draft-quant", default=None, metavar="TYPE",

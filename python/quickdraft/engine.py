@@ -170,11 +170,11 @@ class Engine:
     warning when it exceeds the target's trained context). threads: None (one per core this
     process may use: a core's SMT siblings count once, as in llama.cpp) or >= 1; more than the
     CPUs it may use is capped to them, with a warning, since extra threads only compete for the
-    same cores. mmap: map the GGUF files (the default: pages
-    are read on demand and shared with the page cache) or, with False, read them into memory, so
-    that a model file truncated or rewritten while the engine runs cannot affect it. A mapped file
-    is checked at each generation's start (GGUFError when it changed); a truncation in the middle
-    of one ends the process with a message naming the file (the mapped bytes are gone).
+    same cores. mmap: map the GGUF files (the default: pages are read on demand and shared with
+    the page cache) or, with False, read them into memory, so that a model file truncated or
+    rewritten while the engine runs cannot affect it. A mapped file is checked at each
+    generation's start (GGUFError when it changed); a truncation in the middle of one ends the
+    process with a message naming the file (the mapped bytes are gone).
 
     Threads: an Engine may be shared by several threads. Its calls serialize: a generate(),
     chat() or stream() started while another thread's generation runs, or while another

@@ -122,8 +122,8 @@ class Model(Context):
 
     ``Model(path, n_ctx=4096, threads=None, mmap=True)``: threads None means one per core this
     process may use (a core's SMT siblings count once), and more than its CPUs is capped to them
-    (with a warning); ``mmap=False`` reads
-    the file into memory, so that truncating or rewriting it while in use cannot affect the model.
+    (with a warning); ``mmap=False`` reads the file into memory, so that truncating or rewriting
+    it while in use cannot affect the model.
     """
 
     def __init__(self, path: Union[str, os.PathLike], n_ctx: int = 4096, threads: Optional[int] = None,
