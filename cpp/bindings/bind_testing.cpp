@@ -7,10 +7,14 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
+#include "common/contention.h"
 #include "common/error.h"
 #include "common/thread_pool.h"
 #include "quant/quant_types.h"
@@ -207,6 +211,32 @@ std::vector<int32_t> race_tokens(FloatArray logits, const std::vector<int32_t>& 
   return out;
 }
 
+// Parallel regions of `tasks` tasks, each `spin` iterations of a busy loop, on a pool of its own.
+py::tuple pool_regions(int threads, double seconds, int tasks, int spin) {
+  int64_t regions = 0, wrong = 0;
+  std::vector<std::pair<double, int>> changes;
+  {
+    py::gil_scoped_release release;
+    qd::ThreadPool pool(threads);
+    std::vector<std::atomic<int>> calls((size_t)std::max(tasks, 0));
+    changes.emplace_back(0.0, pool.participants());
+    const auto t0 = std::chrono::steady_clock::now();
+    for (double elapsed = 0; elapsed < seconds;) {
+      for (auto& c : calls) c.store(0);
+      pool.run(tasks, [&](int i) {
+        volatile int x = 0;
+        for (int k = 0; k < spin; k++) x = x + k;
+        calls[(size_t)i].fetch_add(1);
+      });
+      for (auto& c : calls) wrong += c.load() != 1;
+      regions++;
+      elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (pool.participants() != changes.back().second) changes.emplace_back(elapsed, pool.participants());
+    }
+  }
+  return py::make_tuple(regions, wrong, changes);
+}
+
 }  // namespace
 
 void register_testing(py::module_& m) {
@@ -240,6 +270,19 @@ void register_testing(py::module_& m) {
   t.def("physical_cores", &qd::ThreadPool::physical_cores, py::arg("cpus"), py::arg("sysfs_cpu"),
         "Distinct cores of these CPUs by their sysfs thread_siblings_list (ThreadPool::physical_cores).");
   t.def("default_threads", &qd::ThreadPool::default_threads, "The native side's thread count for threads=0.");
+  t.def(
+      "contention_governor",
+      [](int n_threads, const std::vector<std::tuple<double, double, double>>& samples) {
+        qd::ContentionGovernor g(n_threads);
+        std::vector<int> active;
+        for (const auto& [now, awake, lost] : samples) active.push_back(g.update(now, awake, lost));
+        return active;
+      },
+      py::arg("n_threads"), py::arg("samples"),
+      "The threads a ContentionGovernor lets take part after each (now, awake, lost) sample.");
+  t.def("pool_regions", &pool_regions, py::arg("threads"), py::arg("seconds"), py::arg("tasks"), py::arg("spin"),
+        "Regions of `tasks` busy tasks on a fresh pool for `seconds`: (regions, tasks not run exactly once, "
+        "[(seconds, participants)] at each change of the threads taking part).");
   t.def("mtp_proposals", &mtp_proposals, py::arg("path"), py::arg("prompt"), py::arg("options"), py::arg("max_tokens"),
         "The MTP drafter's proposal at each step of a greedy generation.");
   t.def("sample_many", &sample_many, py::arg("engine"), py::arg("prompt"), py::arg("options"), py::arg("n"),

@@ -1,7 +1,9 @@
 #include "common/thread_pool.h"
 
 #include <sched.h>
+#include <time.h>
 
+#include <chrono>
 #include <fstream>
 #include <set>
 #include <string>
@@ -56,12 +58,24 @@ int checked_threads(int n) {
   }
   return n == 0 ? ThreadPool::default_threads() : n;
 }
+
+double seconds_now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// The calling thread's CPU time in seconds.
+double thread_cpu_seconds() {
+  timespec t;
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t) != 0) return 0;
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
 }  // namespace
 
-ThreadPool::ThreadPool(int n_threads) : n_threads_(checked_threads(n_threads)) {
+ThreadPool::ThreadPool(int n_threads)
+    : n_threads_(checked_threads(n_threads)), participants_(n_threads_), governor_(n_threads_) {
   workers_.reserve((size_t)n_threads_ - 1);
   try {
-    for (int i = 1; i < n_threads_; i++) workers_.emplace_back([this] { worker_loop(); });
+    for (int i = 1; i < n_threads_; i++) workers_.emplace_back([this, i] { worker_loop(i); });
   } catch (const std::exception& e) {
     // The destructor will not run: stop the started workers here, before cv_ and mu_ go away.
     const size_t started = workers_.size();
@@ -77,9 +91,10 @@ void ThreadPool::stop_workers() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
-    generation_.fetch_add(1, std::memory_order_release);
+    state_.fetch_add(uint64_t{1} << 32, std::memory_order_release);
   }
   cv_.notify_all();
+  parked_.notify_all();
   for (std::thread& t : workers_) t.join();
   workers_.clear();
 }
@@ -93,29 +108,82 @@ void ThreadPool::work() {
   }
 }
 
-void ThreadPool::worker_loop() {
+bool ThreadPool::join(uint64_t generation) {
+  uint64_t s = state_.load(std::memory_order_acquire);
+  while ((s >> 32) == generation && (s & kOpen)) {
+    if (state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel, std::memory_order_acquire)) return true;
+  }
+  return false;
+}
+
+void ThreadPool::worker_loop(int index) {
   uint64_t seen = 0;
+  auto generation = [this] { return state_.load(std::memory_order_acquire) >> 32; };
+  // Time since the last sample: wall, CPU and asleep by choice (see ContentionGovernor).
+  double wall0 = seconds_now(), cpu0 = thread_cpu_seconds(), slept = 0;
   for (;;) {
+    if (index >= participants_.load(std::memory_order_acquire)) {
+      // Left out while other processes compete for the CPUs: sleep, without spinning, until the
+      // governor lets this thread back in, then take part from the next region on.
+      const double t = seconds_now();
+      std::unique_lock<std::mutex> lock(mu_);
+      parked_.wait(lock, [&] { return stop_ || index < participants_.load(); });
+      if (stop_) return;
+      seen = generation();
+      slept += seconds_now() - t;
+      continue;
+    }
     // Spin briefly for a low-latency wake-up between the ops of one forward pass, then sleep.
     int spins = 0;
-    while (generation_.load(std::memory_order_acquire) == seen && spins < 20000) {
+    while (generation() == seen && spins < 20000) {
       QD_PAUSE();
       spins++;
     }
-    if (generation_.load(std::memory_order_acquire) == seen) {
-      // sleepers_ is raised before the predicate is checked under mu_, and run() bumps the
-      // generation before reading sleepers_ (both seq_cst): either run() sees this sleeper and
+    if (generation() == seen) {
+      // sleepers_ is raised before the predicate is checked under mu_, and run() opens the
+      // region before reading sleepers_ (both seq_cst): either run() sees this sleeper and
       // notifies under mu_, or this thread sees the new generation and does not block.
+      const double t = seconds_now();
       std::unique_lock<std::mutex> lock(mu_);
       sleepers_.fetch_add(1);
-      cv_.wait(lock, [&] { return generation_.load() != seen; });
+      cv_.wait(lock, [&] { return (state_.load() >> 32) != seen; });
       sleepers_.fetch_sub(1);
+      slept += seconds_now() - t;
     }
-    seen = generation_.load(std::memory_order_acquire);
+    seen = generation();
     if (stop_) return;
-    work();
-    active_.fetch_sub(1, std::memory_order_acq_rel);
+    if (index < participants_.load(std::memory_order_acquire) && join(seen)) {
+      work();
+      state_.fetch_sub(1, std::memory_order_acq_rel);
+      const double now = seconds_now();
+      if (now - wall0 >= ContentionGovernor::kWindow / 4) {
+        const double cpu = thread_cpu_seconds(), awake = now - wall0 - slept;
+        const double lost = std::max(0.0, awake - (cpu - cpu0));
+        awake_ns_.fetch_add((int64_t)(awake * 1e9), std::memory_order_relaxed);
+        lost_ns_.fetch_add((int64_t)(lost * 1e9), std::memory_order_relaxed);
+        wall0 = now;
+        cpu0 = cpu;
+        slept = 0;
+      }
+    }
   }
+}
+
+int ThreadPool::govern() {
+  const double now = seconds_now();
+  if (now < next_decision_) return participants_.load(std::memory_order_relaxed);
+  next_decision_ = now + ContentionGovernor::kWindow;
+  const double awake = awake_ns_.exchange(0, std::memory_order_relaxed) * 1e-9;
+  const double lost = lost_ns_.exchange(0, std::memory_order_relaxed) * 1e-9;
+  const int before = participants_.load(std::memory_order_relaxed);
+  const int after = governor_.update(now, awake, lost);
+  if (after > before) {
+    { std::lock_guard<std::mutex> lock(mu_); participants_.store(after); }
+    parked_.notify_all();
+  } else if (after < before) {
+    participants_.store(after);
+  }
+  return after;
 }
 
 void ThreadPool::run(int n_tasks, TaskFn fn) {
@@ -125,19 +193,25 @@ void ThreadPool::run(int n_tasks, TaskFn fn) {
     return;
   }
   std::lock_guard<std::mutex> run_lock(run_mu_);
+  if (govern() == 1) {
+    for (int i = 0; i < n_tasks; i++) fn(i);
+    return;
+  }
   fn_ = &fn;
   n_tasks_ = n_tasks;
   next_.store(0, std::memory_order_relaxed);
-  active_.store(n_threads_ - 1, std::memory_order_relaxed);
-  generation_.fetch_add(1);  // seq_cst: see worker_loop
+  const uint64_t generation = (state_.load(std::memory_order_relaxed) >> 32) + 1;
+  state_.store(generation << 32 | kOpen);  // seq_cst: see worker_loop
   if (sleepers_.load() > 0) {
     { std::lock_guard<std::mutex> lock(mu_); }  // a sleeper is either waiting already or sees the generation
     cv_.notify_all();
   }
   work();
-  // Workers finish within microseconds when they have cores; on an oversubscribed machine a
-  // preempted worker needs this core, so stop spinning after a while and yield it.
-  for (int spins = 0; active_.load(std::memory_order_acquire) != 0; spins++) {
+  // Every task is taken: close the region, then wait for the workers that joined it to finish
+  // theirs. They finish within microseconds when they have cores; on an oversubscribed machine
+  // a preempted worker needs this core, so stop spinning after a while and yield it.
+  state_.fetch_and(~kOpen, std::memory_order_acq_rel);
+  for (int spins = 0; (state_.load(std::memory_order_acquire) & kInside) != 0; spins++) {
     if (spins < 4000) {
       QD_PAUSE();
     } else {

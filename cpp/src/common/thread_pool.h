@@ -7,14 +7,23 @@
 // run(n, fn) calls fn(i) for every i in [0, n) across the workers and the calling thread and
 // returns when all calls are done. Which thread runs which i is not fixed, so kernels must make
 // each task's result independent of the thread that computes it (batch/thread invariance).
+//
+// A worker takes part in a region only if it arrives while tasks are left: run() waits for the
+// workers that joined, never for one still asleep or descheduled. While other processes compete
+// for the CPUs, a ContentionGovernor (common/contention.h) also leaves workers out of the regions
+// altogether; participants() says how many threads take part, and callers that split work by
+// thread count split it by that.
 #pragma once
 #include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <type_traits>
 #include <vector>
+
+#include "common/contention.h"
 
 namespace qd {
 
@@ -42,6 +51,9 @@ class ThreadPool {
 
   int size() const { return n_threads_; }
   void run(int n_tasks, TaskFn fn);  // fn must not throw
+  // The threads taking part in regions now: size() unless other processes compete for the CPUs
+  // (see common/contention.h). Which threads compute a region never changes its results.
+  int participants() const { return participants_.load(std::memory_order_relaxed); }
 
   // One thread per core this process may run on: the CPUs of its affinity mask, SMT siblings
   // (hyperthreads) counted once. Decoding streams the weights and a verify is bound by the
@@ -56,22 +68,36 @@ class ThreadPool {
   static constexpr int kMaxThreads = 1024;
 
  private:
-  void worker_loop();
+  void worker_loop(int index);
   void work();
   void stop_workers();  // wakes every started worker with stop_ and joins it
+  bool join(uint64_t generation);  // enters region `generation` if it is still open
+  int govern();  // the threads that take part in the next region (ContentionGovernor)
 
   int n_threads_;
   std::vector<std::thread> workers_;
   std::mutex mu_;
-  std::condition_variable cv_;
-  std::atomic<uint64_t> generation_{0};
+  std::condition_variable cv_;      // workers waiting for a region
+  std::condition_variable parked_;  // workers the governor left out, waiting to be let back in
+  // The region's generation (upper 32 bits), whether it is open to workers (kOpen) and how many
+  // workers joined it and are still inside (the low bits). run() waits only for the workers that
+  // joined before it closed the region: one that wakes late (descheduled by another process on
+  // its core) finds the region closed and waits for the next one, instead of holding this one.
+  std::atomic<uint64_t> state_{0};
+  static constexpr uint64_t kOpen = uint64_t{1} << 31, kInside = kOpen - 1;
   std::atomic<int> next_{0};
-  std::atomic<int> active_{0};    // workers still inside the current region
   std::atomic<int> sleepers_{0};  // workers blocked on cv_ (run() skips the notify when none)
   int n_tasks_ = 0;
   const TaskFn* fn_ = nullptr;
   bool stop_ = false;
   std::mutex run_mu_;  // one parallel region at a time per pool
+
+  // Threads that take part in regions (the caller and workers 1 .. participants_ - 1), set by
+  // governor_ from the time the workers report awake and lost to preemption (in nanoseconds).
+  std::atomic<int> participants_;
+  std::atomic<int64_t> awake_ns_{0}, lost_ns_{0};
+  ContentionGovernor governor_;
+  double next_decision_ = 0;  // the steady clock's seconds at which run() next consults governor_
 };
 
 }  // namespace qd

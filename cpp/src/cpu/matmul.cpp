@@ -163,7 +163,7 @@ void matmul_stolen(const GroupPart* parts, int count, const uint8_t* act, size_t
     chunk_rows[m] = std::max(align, (int64_t)(kStealChunk / std::max<size_t>(w.row_bytes, 1)) / align * align);
     first[m + 1] = first[m] + (w.rows + chunk_rows[m] - 1) / chunk_rows[m];
   }
-  const int T = pool.size();
+  const int T = pool.participants();
   const int64_t G = first[count];
   // Stretch t's chunks not yet taken, [front, back), as front << 32 | back.
   thread_local std::unique_ptr<std::atomic<uint64_t>[]> spans;
@@ -251,7 +251,7 @@ void matmul_group_impl(const Matrix* const* ws, float* const* ys, const int64_t*
     act = q;
   }
 
-  if (n <= kStealRows && pool.size() > 1) return matmul_stolen(parts, count, act, stride, n, pool);
+  if (n <= kStealRows && pool.participants() > 1) return matmul_stolen(parts, count, act, stride, n, pool);
   // Tasks: (product, weight-row chunk, block of up to kActBlock activation rows), chunk-major
   // within each product. Long batches (prompts) are cut so a task's activations stay in L2 next
   // to its weights; every (row, column) is still computed the same way, whichever task holds it.
@@ -260,7 +260,7 @@ void matmul_group_impl(const Matrix* const* ws, float* const* ys, const int64_t*
   int64_t n_tasks = 0;
   for (int m = 0; m < count; m++) {
     GroupPart& p = parts[m];
-    p.chunk = rows_per_task(*p.w, pool.size(), n);
+    p.chunk = rows_per_task(*p.w, pool.participants(), n);
     p.n_chunks = (p.w->rows + p.chunk - 1) / p.chunk;
     p.first_task = n_tasks;
     n_tasks += p.n_chunks * n_ablocks;

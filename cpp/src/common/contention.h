@@ -1,0 +1,71 @@
+// How many of a pool's threads should take part in its parallel regions while other processes
+// compete for the same CPUs.
+//
+// A parallel region ends when its slowest thread does. When another process keeps a CPU busy
+// (a build, a browser tab, a second model), the scheduler preempts one of the pool's threads for
+// a timeslice of milliseconds, and a region that waits for that thread's unfinished rows waits
+// the whole slice. On a 2-core Zen 4 guest with one busy process beside it, the 1.5B decoded at
+// 12 tok/s on two threads against 28 on one (llama.cpp 0.3.36: 10 against 20).
+//
+// The signal is the time the pool's workers lose while runnable: a worker's wall time less its
+// CPU time (CLOCK_THREAD_CPUTIME_ID) less the time it chose to sleep. A worker spins or computes
+// between its sleeps, so that difference is time the scheduler gave its CPU to someone else.
+// Over windows of kWindow seconds, workers losing kLostShare of their waking time or more take
+// one thread out of the regions; after kBaseProbe seconds one is let back in, and if the next window
+// loses time again it goes back out and the wait before the next try doubles (up to kMaxProbe).
+// Which threads compute a region never changes its results (kernels are thread-invariant).
+#pragma once
+#include <algorithm>
+#include <cstdint>
+
+namespace qd {
+
+class ContentionGovernor {
+ public:
+  static constexpr double kWindow = 0.1;     // seconds of regions per decision
+  static constexpr double kLostShare = 0.15;  // of the workers' waking time, lost to preemption
+  static constexpr double kBaseProbe = 1.0;   // seconds before a thread is let back in
+  static constexpr double kMaxProbe = 16.0;
+
+  explicit ContentionGovernor(int n_threads) : n_(std::max(1, n_threads)), active_(n_) {}
+
+  int active() const { return active_; }
+
+  // Called at the start of parallel regions: `now` in seconds (any monotonic origin); `awake`
+  // the seconds the workers spent not sleeping since the previous call, `lost` the part of them
+  // they were preempted. Returns the threads (the caller included) that should take part now.
+  int update(double now, double awake, double lost) {
+    if (window_start_ < 0) window_start_ = now;
+    awake_ += awake;
+    lost_ += lost;
+    if (now - window_start_ < kWindow) return active_;
+    const bool contended = active_ > 1 && lost_ >= kLostShare * awake_ && awake_ > 0;
+    window_start_ = now;
+    awake_ = lost_ = 0;
+    if (contended) {
+      if (active_ > 1) {
+        active_--;
+        // A probe that found the contention still there: wait longer before the next one.
+        if (probing_) backoff_ = std::min(kMaxProbe, backoff_ * 2);
+      }
+      probing_ = false;
+      probe_at_ = now + backoff_;
+    } else if (probing_) {
+      probing_ = false;  // the thread let back in ran a window undisturbed
+      backoff_ = kBaseProbe;
+      probe_at_ = now + backoff_;
+    } else if (active_ < n_ && now >= probe_at_) {
+      active_++;
+      probing_ = true;
+    }
+    return active_;
+  }
+
+ private:
+  int n_, active_;
+  double window_start_ = -1, probe_at_ = 0, backoff_ = kBaseProbe;
+  double awake_ = 0, lost_ = 0;
+  bool probing_ = false;
+};
+
+}  // namespace qd
