@@ -63,11 +63,14 @@ double seconds_now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// The calling thread's CPU time in seconds.
+// The calling thread's CPU time in seconds; -1 where the system does not keep it (then no
+// worker reports lost time, and the governor keeps every thread).
 double thread_cpu_seconds() {
+#ifdef CLOCK_THREAD_CPUTIME_ID
   timespec t;
-  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t) != 0) return 0;
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t) == 0) return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+#endif
+  return -1;
 }
 }  // namespace
 
@@ -158,7 +161,7 @@ void ThreadPool::worker_loop(int index) {
       const double now = seconds_now();
       if (now - wall0 >= ContentionGovernor::kWindow / 4) {
         const double cpu = thread_cpu_seconds(), awake = now - wall0 - slept;
-        const double lost = std::max(0.0, awake - (cpu - cpu0));
+        const double lost = cpu < 0 || cpu0 < 0 ? 0.0 : std::max(0.0, awake - (cpu - cpu0));
         awake_ns_.fetch_add((int64_t)(awake * 1e9), std::memory_order_relaxed);
         lost_ns_.fetch_add((int64_t)(lost * 1e9), std::memory_order_relaxed);
         wall0 = now;
