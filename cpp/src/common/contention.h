@@ -11,8 +11,8 @@
 // CPU time (CLOCK_THREAD_CPUTIME_ID) less the time it chose to sleep. A worker spins or computes
 // between its sleeps, so that difference is time the scheduler gave its CPU to someone else.
 // Over windows of kWindow seconds, workers losing kLostShare of their waking time or more take
-// one thread out of the regions; after kBaseProbe seconds one is let back in, and if the next window
-// loses time again it goes back out and the wait before the next try doubles (up to kMaxProbe).
+// one thread out of the regions. After kBaseProbe seconds one is let back in; if its first window
+// loses time again, it goes back out and the wait before the next try doubles (up to kMaxProbe).
 // Which threads compute a region never changes its results (kernels are thread-invariant).
 #pragma once
 #include <algorithm>
@@ -43,11 +43,9 @@ class ContentionGovernor {
     window_start_ = now;
     awake_ = lost_ = 0;
     if (contended) {
-      if (active_ > 1) {
-        active_--;
-        // A probe that found the contention still there: wait longer before the next one.
-        if (probing_) backoff_ = std::min(kMaxProbe, backoff_ * 2);
-      }
+      active_--;
+      // A probe that found the contention still there: wait longer before the next one.
+      if (probing_) backoff_ = std::min(kMaxProbe, backoff_ * 2);
       probing_ = false;
       probe_at_ = now + backoff_;
     } else if (probing_) {
