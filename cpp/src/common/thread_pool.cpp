@@ -158,18 +158,23 @@ void ThreadPool::worker_loop(int index) {
     if (index < participants_.load(std::memory_order_acquire) && join(seen)) {
       work();
       state_.fetch_sub(1, std::memory_order_acq_rel);
-      const double now = seconds_now();
-      if (now - wall0 >= ContentionGovernor::kWindow / 4) {
-        const double cpu = thread_cpu_seconds(), awake = now - wall0 - slept;
-        const double lost = cpu < 0 || cpu0 < 0 ? 0.0 : std::max(0.0, awake - (cpu - cpu0));
-        awake_ns_.fetch_add((int64_t)(awake * 1e9), std::memory_order_relaxed);
-        lost_ns_.fetch_add((int64_t)(lost * 1e9), std::memory_order_relaxed);
-        wall0 = now;
-        cpu0 = cpu;
-        slept = 0;
-      }
+    }
+    // Reported whether or not this worker got into the region: one that keeps arriving after
+    // the region closed is losing its CPU, and would otherwise never report it.
+    const double now = seconds_now();
+    if (now - wall0 >= ContentionGovernor::kWindow / 4) {
+      const double cpu = thread_cpu_seconds(), awake = now - wall0 - slept;
+      report(awake, cpu < 0 || cpu0 < 0 ? 0.0 : awake - (cpu - cpu0));
+      wall0 = now;
+      cpu0 = cpu;
+      slept = 0;
     }
   }
+}
+
+void ThreadPool::report(double awake, double lost) {
+  awake_ns_.fetch_add((int64_t)(awake * 1e9), std::memory_order_relaxed);
+  lost_ns_.fetch_add((int64_t)(std::max(0.0, lost) * 1e9), std::memory_order_relaxed);
 }
 
 int ThreadPool::govern() {
@@ -200,6 +205,10 @@ void ThreadPool::run(int n_tasks, TaskFn fn) {
     for (int i = 0; i < n_tasks; i++) fn(i);
     return;
   }
+  // The caller is preempted too: one region in kCallerSample is timed, wall against CPU time
+  // (two clock reads, one of them a system call), and stands for the others.
+  const bool sampled = ++regions_ % kCallerSample == 0;
+  const double wall0 = sampled ? seconds_now() : 0, cpu0 = sampled ? thread_cpu_seconds() : 0;
   fn_ = &fn;
   n_tasks_ = n_tasks;
   next_.store(0, std::memory_order_relaxed);
@@ -222,6 +231,10 @@ void ThreadPool::run(int n_tasks, TaskFn fn) {
     }
   }
   fn_ = nullptr;
+  if (sampled) {
+    const double wall = seconds_now() - wall0, cpu = thread_cpu_seconds();
+    report(kCallerSample * wall, cpu < 0 || cpu0 < 0 ? 0.0 : kCallerSample * (wall - (cpu - cpu0)));
+  }
 }
 
 }  // namespace qd

@@ -73,6 +73,7 @@ class ThreadPool {
   void stop_workers();  // wakes every started worker with stop_ and joins it
   bool join(uint64_t generation);  // enters region `generation` if it is still open
   int govern();  // the threads that take part in the next region (ContentionGovernor)
+  void report(double awake, double lost);  // a thread's seconds awake and lost, for govern()
 
   int n_threads_;
   std::vector<std::thread> workers_;
@@ -98,6 +99,8 @@ class ThreadPool {
   std::atomic<int64_t> awake_ns_{0}, lost_ns_{0};
   ContentionGovernor governor_;
   double next_decision_ = 0;  // the steady clock's seconds at which run() next consults governor_
+  uint64_t regions_ = 0;      // regions run() opened, for the caller's samples
+  static constexpr int kCallerSample = 8;
 };
 
 }  // namespace qd
