@@ -63,6 +63,32 @@ def test_tiny_greedy_speculative_equals_plain(tiny_pair, drafter):
             assert out.stats.drafted > 0
 
 
+def test_self_drafts_copies_of_the_context_by_lookup(tiny_pair):
+    """Beside its skipped layers, "self" drafts by a lookup of copies (runs of 8+ tokens), as the
+    hybrid does beside a draft model: a prompt holding the target's own greedy text after two
+    tokens s, then noise, then s again, is answered by repeating that text, and the lookup drafts
+    it. Greedy output stays the target's; the per-call names keep to what the engine loaded."""
+    target, _ = tiny_pair
+    rng = np.random.default_rng(5)
+    s = [int(t) for t in rng.integers(0, 64, 2)]
+    text = argmax_loop(target, s, 40)
+    prompt = s + text + [int(t) for t in rng.integers(0, 64, 20)] + s
+    want = argmax_loop(target, prompt, 30)
+    assert want[:20] == text[:20]  # the premise: the output repeats the prompt's start
+    eng = Engine(str(target), draft="self", n_ctx=256, threads=2, draft_max=4, skip_layers=[1, 2], adaptive=False)
+    assert eng.drafter == "self"
+    out = eng.generate(prompt, max_tokens=30, temperature=0.0)
+    assert out.tokens == want
+    st = out.stats
+    assert st.source_names == ["self", "ngram"]
+    assert st.source_drafted[1] >= 10 and st.source_accepted[1] >= 0.8 * st.source_drafted[1], (
+        st.source_drafted, st.source_accepted)
+    assert eng.generate(prompt, max_tokens=30, temperature=0.0, drafter="self").tokens == want
+    for other in ("model", "hybrid"):
+        with pytest.raises(ValueError, match="not loaded in this engine"):
+            eng.generate(prompt, max_tokens=4, drafter=other)
+
+
 def test_tiny_model_drafting_for_itself_accepts_everything(tiny_pair):
     target, _ = tiny_pair
     eng = Engine(str(target), draft=str(target), n_ctx=256, threads=2, draft_max=5, p_min=0.0, adaptive=False)

@@ -132,7 +132,8 @@ class Engine:
 
     target: a GGUF path, a known model key, ``hf://...``, or a ``quickdraft.Model``.
     draft: None (plain decoding), "ngram" (prompt lookup), "self" (the target with layers
-    skipped; a file with multi-token-prediction layers, qwen35's nextn, drafts with them instead),
+    skipped, beside the same lookup of copies as the hybrid's; a file with multi-token-prediction
+    layers, qwen35's nextn, drafts with them instead),
     "mtp" (those layers: the model's own MTP head drafts from its hidden states), a draft model
     (path / key / Model), or ("hybrid", model): a lookup of copies over the whole context beside the
     model, each step drafting from whichever of the two the controller expects to pay more. A copy

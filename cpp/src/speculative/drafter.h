@@ -4,6 +4,7 @@
 //   ModelDrafter   a small model (reading a window of a long prompt, drafting from the rest by
 //                  lookup), or the target itself with layers skipped (self-speculation)
 //   HybridDrafter  the n-gram proposal or the model's where there is one, the model's otherwise
+//                  (the "hybrid" drafter, and "self" beside its skipped layers)
 //   PredictionDrafter  the caller's predicted output where it matches, another drafter elsewhere
 // "No drafter" is plain decoding through the same loop (the generator takes a null Drafter).
 #pragma once

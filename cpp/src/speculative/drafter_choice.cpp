@@ -16,7 +16,7 @@ Drafter* DrafterChoice::pick(const std::string& name) {
   if (name.empty()) return main_;
   const DrafterKind kind = parse_drafter_kind(name);
   auto* hybrid = dynamic_cast<HybridDrafter*>(main_);
-  auto* model = dynamic_cast<ModelDrafter*>(main_);
+  ModelDrafter* model = hybrid ? &hybrid->model() : dynamic_cast<ModelDrafter*>(main_);
   const bool self = model && std::strcmp(model->name(), "self") == 0;
   const bool mtp = model && std::strcmp(model->name(), "mtp") == 0;
   switch (kind) {
@@ -26,17 +26,17 @@ Drafter* DrafterChoice::pick(const std::string& name) {
       if (!ngram_) ngram_ = std::make_unique<NgramDrafter>(ngram_min_, ngram_max_);
       return ngram_.get();
     case DrafterKind::model:
-      if (hybrid) return &hybrid->model();
       if (model && !self && !mtp) return model;
       break;
-    case DrafterKind::self:  // an engine whose "self" drafter is the file's MTP head drafts with it
-      if (self || mtp) return model;
+    case DrafterKind::self:  // skipped layers with their lookup of copies, or the file's MTP head
+      if (self) return main_;
+      if (mtp) return model;
       break;
     case DrafterKind::mtp:
       if (mtp) return model;
       break;
     case DrafterKind::hybrid:
-      if (hybrid) return hybrid;
+      if (hybrid && !self) return hybrid;
       break;
   }
   throw ArgError("drafter '" + name + "' is not loaded in this engine (it drafts with '" +

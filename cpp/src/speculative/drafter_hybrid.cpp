@@ -4,8 +4,8 @@
 
 namespace qd::speculative {
 
-HybridDrafter::HybridDrafter(std::unique_ptr<ModelDrafter> model, NgramDrafter ngram)
-    : model_(std::move(model)), ngram_(ngram) {
+HybridDrafter::HybridDrafter(std::unique_ptr<ModelDrafter> model, NgramDrafter ngram, const char* name)
+    : model_(std::move(model)), ngram_(ngram), name_(name) {
   if (!model_) throw ArgError("hybrid drafter: no draft model");
 }
 

@@ -3,6 +3,10 @@
 // NgramDrafter::kCopyRun tokens; shorter ones in new text are chance, and the model drafts them
 // better). The draft-length controller learns each source separately, and where both could
 // draft it picks the one it expects to pay more (alternative_source).
+//
+// The engine's "hybrid" drafter is a draft model with this lookup. Its "self" drafter is the
+// target with layers skipped with the same lookup, under the name "self" (a lookup costs no
+// memory and no model step, so self-speculation always has it).
 #pragma once
 #include <memory>
 
@@ -13,8 +17,8 @@ namespace qd::speculative {
 
 class HybridDrafter : public Drafter {
  public:
-  HybridDrafter(std::unique_ptr<ModelDrafter> model, NgramDrafter ngram);
-  const char* name() const override { return "hybrid"; }
+  HybridDrafter(std::unique_ptr<ModelDrafter> model, NgramDrafter ngram, const char* name = "hybrid");
+  const char* name() const override { return name_; }
   int n_sources() const override { return 2; }
   const char* source_name(int s) const override { return s == 1 ? ngram_.name() : model_->name(); }
   int next_source(const std::vector<int32_t>& history) override;
@@ -31,6 +35,7 @@ class HybridDrafter : public Drafter {
  private:
   std::unique_ptr<ModelDrafter> model_;
   NgramDrafter ngram_;
+  const char* name_;
 };
 
 }  // namespace qd::speculative

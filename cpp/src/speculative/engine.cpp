@@ -199,7 +199,10 @@ Engine::Engine(const std::string& target_path, const EngineOptions& options) : p
       std::vector<int> skip = opt.skip_layers.empty() ? default_skip_layers(target->n_layer()) : opt.skip_layers;
       // A recurrent target's state is not per position: its self drafter keeps a state of its own.
       Context* view_of = target->hparams().recurrent() || skip.empty() ? nullptr : &tctx;
-      p.drafter = context_drafter(target, *target, pool, std::move(skip), "self", opt, view_of);
+      // Beside the skipped layers, a lookup of copies, as the hybrid's beside its draft model:
+      // where the answer repeats its context, a copy drafts for free what a step would.
+      auto skipped = context_drafter(target, *target, pool, std::move(skip), "self", opt, view_of);
+      p.drafter = std::make_unique<HybridDrafter>(std::move(skipped), NgramDrafter::copies(), "self");
       break;
     }
     case DrafterKind::model:
