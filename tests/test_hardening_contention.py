@@ -21,6 +21,7 @@ from quickdraft import _core
 from fixtures.tiny_models import TinySpec, write_tiny_model
 
 WINDOW = 0.1  # ContentionGovernor::kWindow
+STREAK = 2  # ContentionGovernor::kStreak: contended windows in a row that take a thread out
 STEP = 0.02  # seconds between the synthetic samples (the pool samples at every region)
 
 
@@ -50,7 +51,7 @@ def test_a_quiet_machine_keeps_every_thread():
 @pytest.mark.parametrize("n_threads, free", [(2, 1), (8, 7), (8, 4), (8, 1), (16, 12)])
 def test_threads_settle_at_the_free_cpus_and_probes_stay_rare(n_threads, free):
     trace = drive(n_threads, lambda t: free, 120.0)
-    settled = (n_threads - free) * WINDOW + 3 * STEP + 0.05
+    settled = (n_threads - free) * STREAK * WINDOW + 3 * STEP + 0.05
     after = [(t, a) for t, a in trace if t > settled]
     assert after[0][1] == free, trace[:40]
     # Only probes take a thread more than the free CPUs, one window at a time, ever more rarely.
@@ -59,7 +60,7 @@ def test_threads_settle_at_the_free_cpus_and_probes_stay_rare(n_threads, free):
     assert len(probing) * STEP < 0.03 * 120.0, len(probing)
     starts = [t for i, (t, a) in enumerate(after) if a > free and after[i - 1][1] == free]
     gaps = np.diff(starts)
-    assert len(starts) >= 5 and np.all(gaps[1:] >= gaps[:-1] - WINDOW), starts  # the waits grow...
+    assert len(starts) >= 5 and np.all(gaps[1:] >= gaps[:-1] - 2 * WINDOW), starts  # the waits grow...
     assert gaps[1] > 1.8 * gaps[0] and gaps.max() <= 16.0 + 3 * WINDOW  # ... doubling, up to kMaxProbe
 
 
@@ -71,6 +72,14 @@ def test_threads_come_back_when_the_other_process_ends():
     # The wait before the next probe is at most kMaxProbe, then one more thread a second.
     assert back - busy_until < 16.0 + 7 * (1.0 + 2 * WINDOW), back
     assert all(a == 8 for t, a in trace if t > back)
+
+
+def test_one_contended_window_alone_takes_no_thread_out():
+    # A burst: the workers lose half their time for one window, then none.
+    samples = [(0.0, 0.0, 0.0), (0.1, 0.1, 0.05), (0.2, 0.1, 0.0), (0.3, 0.1, 0.05), (0.4, 0.1, 0.0)]
+    assert _core._testing.contention_governor(2, samples) == [2, 2, 2, 2, 2]
+    samples = [(0.0, 0.0, 0.0), (0.1, 0.1, 0.05), (0.2, 0.1, 0.05)]  # two in a row
+    assert _core._testing.contention_governor(2, samples) == [2, 2, 1]
 
 
 def test_a_window_without_work_decides_nothing():

@@ -10,9 +10,10 @@
 // The signal is the time the pool's workers lose while runnable: a worker's wall time less its
 // CPU time (CLOCK_THREAD_CPUTIME_ID) less the time it chose to sleep. A worker spins or computes
 // between its sleeps, so that difference is time the scheduler gave its CPU to someone else.
-// Over windows of kWindow seconds, workers losing kLostShare of their waking time or more take
-// one thread out of the regions. After kBaseProbe seconds one is let back in; if its first window
-// loses time again, it goes back out and the wait before the next try doubles (up to kMaxProbe).
+// Over windows of kWindow seconds, kStreak windows in a row losing kLostShare of the threads'
+// waking time or more take one thread out of the regions. After kBaseProbe seconds one is let
+// back in; if its first window loses time again, it goes back out and the wait before the next
+// try doubles (up to kMaxProbe).
 // Which threads compute a region never changes its results (kernels are thread-invariant).
 #pragma once
 #include <algorithm>
@@ -26,6 +27,7 @@ class ContentionGovernor {
   static constexpr double kLostShare = 0.15;  // of the workers' waking time, lost to preemption
   static constexpr double kBaseProbe = 1.0;   // seconds before a thread is let back in
   static constexpr double kMaxProbe = 16.0;
+  static constexpr int kStreak = 2;           // contended windows in a row that take a thread out
 
   explicit ContentionGovernor(int n_threads) : n_(std::max(1, n_threads)), active_(n_) {}
 
@@ -42,12 +44,17 @@ class ContentionGovernor {
     const bool contended = active_ > 1 && lost_ >= kLostShare * awake_ && awake_ > 0;
     window_start_ = now;
     awake_ = lost_ = 0;
-    if (contended) {
+    streak_ = contended ? streak_ + 1 : 0;
+    if (contended && (probing_ || streak_ >= kStreak)) {
       active_--;
+      streak_ = 0;
       // A probe that found the contention still there: wait longer before the next one.
       if (probing_) backoff_ = std::min(kMaxProbe, backoff_ * 2);
       probing_ = false;
       probe_at_ = now + backoff_;
+    } else if (contended) {
+      // One window alone is not enough: a thread just started shares its creator's CPU until the
+      // scheduler moves it (tens of milliseconds), and a burst of a system task passes.
     } else if (probing_) {
       probing_ = false;  // the thread let back in ran a window undisturbed
       backoff_ = kBaseProbe;
@@ -64,6 +71,7 @@ class ContentionGovernor {
   double window_start_ = -1, probe_at_ = 0, backoff_ = kBaseProbe;
   double awake_ = 0, lost_ = 0;
   bool probing_ = false;
+  int streak_ = 0;
 };
 
 }  // namespace qd
