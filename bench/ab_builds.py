@@ -20,6 +20,7 @@ pairs of each phase apart (by_phase).
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -79,16 +80,27 @@ def main() -> None:
                     help="forwards per timing (their mean): a slice model's forward (bench/slice_model.py) takes "
                          "under a millisecond, where a single one times the thread pool's wake-ups more than the "
                          "kernels")
+    ap.add_argument("--env-a", default="", help="KEY=VALUE,... set for build A's worker alone (a setting read from "
+                                                 "the environment, timed against another with one build for both)")
+    ap.add_argument("--env-b", default="", help="the same for build B")
     args = ap.parse_args()
     for folder in (args.a, args.b):
         if not (Path(folder) / "quickdraft").is_dir():
             sys.exit(f"ab_builds: no quickdraft package in {folder}")
-    procs = {k: subprocess.Popen([sys.executable, "-c", WORKER, folder, args.model, str(args.threads), str(args.repeat)],
-                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-             for k, folder in (("A", args.a), ("B", args.b))}
+    def env(pairs: str) -> dict:
+        extra = dict(kv.split("=", 1) for kv in pairs.split(",") if kv)
+        return {**os.environ, **extra}
+
+    # One worker loads at a time: two loads side by side contend for the cores, and a pool that met
+    # contention leaves a thread out for a second or more after it ends (ContentionGovernor), so a
+    # worker could time its first forwards on fewer threads than the other.
+    procs = {}
     try:
-        for k, p in procs.items():
-            if p.stdout.readline().strip() != "ready":
+        for k, folder, extra in (("A", args.a, args.env_a), ("B", args.b, args.env_b)):
+            procs[k] = subprocess.Popen([sys.executable, "-c", WORKER, folder, args.model, str(args.threads),
+                                         str(args.repeat)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                        env=env(extra))
+            if procs[k].stdout.readline().strip() != "ready":
                 sys.exit(f"ab_builds: worker {k} failed to start")
         ns = [int(v) for v in args.ns.split(",")]
         times = {(k, n): [] for k in procs for n in ns}

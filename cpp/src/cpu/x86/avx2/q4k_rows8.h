@@ -3,9 +3,10 @@
 // Per block (256 weights) and activation row: for each sub-block s of 32, the 8 k-groups'
 // vpmaddubsw products summed in int16 (at most 16 products of 15 * 127 per lane: no overflow),
 // then one vpmaddwd by the sub-block's scale (with VNNI: vpdpbusd's int32 sums, then one vpmulld:
-// the same integers); the mins against the activations' 32-sums
-// (bsums32) by vpmaddwd, two sub-blocks a time. Then acc += d * xd * S, acc -= dmin * xd * M (two
-// FMAs per block).
+// the same integers); the mins against the activations' 32-sums (bsums32) by vpmaddwd, two
+// sub-blocks a time. Then acc += d * xd * S, acc -= dmin * xd * M (two FMAs per block). The walk
+// tiles of 2 rows or more take two row groups at once, each activation broadcast feeding both
+// (rows8_walk_groups).
 #pragma once
 #include "cpu/x86/avx2/rows8_common.h"
 
@@ -33,56 +34,73 @@ inline __m256i q4k_rows8_value(const uint8_t* qv, const uint8_t* qh, int s, int 
   return v;
 }
 
-// k-groups [g0, g0 + n) of sub-block s against R activation rows (at xq[j]): their sums
-// (rows8_dot) into s16[j] (set by the first group, added by the others).
-template <DotU8S8 D, int R, bool High, bool Q5>
-inline void q4k_rows8_part(const uint8_t* qv, const uint8_t* qh, int s, int g0, int n, const int8_t* const* xq,
-                           __m256i* s16) {
-  if constexpr (R <= 2) {
-    // Two chains per row, even and odd groups, joined at the end: one chain of dependent int16
-    // adds bounds a tile this short (in cache, one thread, n = 1: 14.5 -> 13.4 cycles a sub-block
+// k-groups [g0, g0 + n) of sub-block s of G row groups (group i's vectors at qv + i * gb, its
+// qh plane at qh + i * gb) against R activation rows (at xq[j]): their sums (rows8_dot) into
+// s16[j][i] (set by the first group, added by the others). Each activation row's broadcast serves
+// the G groups.
+template <DotU8S8 D, int R, int G, bool High, bool Q5>
+inline void q4k_rows8_part(const uint8_t* qv, const uint8_t* qh, size_t gb, int s, int g0, int n,
+                           const int8_t* const* xq, __m256i (*s16)[G]) {
+  if constexpr (R * G < 4) {
+    // Two chains per row and row group, even and odd k-groups, joined at the end, where there would
+    // be fewer than 4 (one row; two rows of one group): one chain of dependent int16 adds bounds a
+    // tile this short (in cache, one thread, n = 1: 14.5 -> 13.4 cycles a sub-block
     // forced AVX2, 14.3 -> 12.2 AVX-512; the 1.5B's forward, paired: n = 1 0.972, n = 2 0.984).
     // The sums are exact in any order: the same results.
-    __m256i t16[R];
+    __m256i t16[R][G];
 #pragma GCC unroll 8
     for (int g = g0; g < g0 + n; g += 2) {
-      const __m256i v = q4k_rows8_value<High, Q5>(qv, qh, s, g);
-      const __m256i u = q4k_rows8_value<High, Q5>(qv, qh, s, g + 1);
+      __m256i v[G], u[G];
+      for (int i = 0; i < G; i++) {
+        v[i] = q4k_rows8_value<High, Q5>(qv + i * gb, qh + i * gb, s, g);
+        u[i] = q4k_rows8_value<High, Q5>(qv + i * gb, qh + i * gb, s, g + 1);
+      }
       for (int j = 0; j < R; j++) {
-        s16[j] = rows8_dot<D>(s16[j], g == g0, v, rows8_bcast(xq[j] + 4 * g));
-        t16[j] = rows8_dot<D>(t16[j], g == g0, u, rows8_bcast(xq[j] + 4 * (g + 1)));
-        rows8_pin(s16[j]);
-        rows8_pin(t16[j]);
+        const __m256i xa = rows8_bcast(xq[j] + 4 * g), xb = rows8_bcast(xq[j] + 4 * (g + 1));
+        for (int i = 0; i < G; i++) {
+          s16[j][i] = rows8_dot<D>(s16[j][i], g == g0, v[i], xa);
+          t16[j][i] = rows8_dot<D>(t16[j][i], g == g0, u[i], xb);
+          rows8_pin(s16[j][i]);
+          rows8_pin(t16[j][i]);
+        }
       }
     }
-    for (int j = 0; j < R; j++) s16[j] = rows8_join<D>(s16[j], t16[j]);
+    for (int j = 0; j < R; j++) {
+      for (int i = 0; i < G; i++) s16[j][i] = rows8_join<D>(s16[j][i], t16[j][i]);
+    }
     return;
   }
 #pragma GCC unroll 8
   for (int g = g0; g < g0 + n; g++) {
-    const __m256i v = q4k_rows8_value<High, Q5>(qv, qh, s, g);
+    __m256i v[G];
+    for (int i = 0; i < G; i++) v[i] = q4k_rows8_value<High, Q5>(qv + i * gb, qh + i * gb, s, g);
     for (int j = 0; j < R; j++) {
-      s16[j] = rows8_dot<D>(s16[j], g == g0, v, rows8_bcast(xq[j] + 4 * g));
-      rows8_pin(s16[j]);
+      const __m256i xa = rows8_bcast(xq[j] + 4 * g);
+      for (int i = 0; i < G; i++) {
+        s16[j][i] = rows8_dot<D>(s16[j][i], g == g0, v[i], xa);
+        rows8_pin(s16[j][i]);
+      }
     }
   }
 }
 
-// Sub-block s times its scale into isum[j]: each vector unpacked once, the rows' int16 sums over
-// all 8 k-groups kept in registers, one vpmaddwd per row. For up to 4 rows under AVX2 and 8 under
-// AVX-512; AVX2's 16 registers cannot hold those sums for more, and its taller tiles take
-// q4k_rows8_tall_block instead.
-template <DotU8S8 D, int R, bool High, bool Q5>
-inline void q4k_rows8_sub(const uint8_t* blk, int s, const int8_t* const* xq, __m256i* isum) {
+// Sub-block s of G row groups (the i-th at blk + i * gb) times its scale into isum[j][i]: each
+// vector unpacked once, the rows' int16 sums over all 8 k-groups kept in registers, one vpmaddwd
+// per row and group. For up to 4 rows under AVX2 and 8 under AVX-512; AVX2's 16 registers cannot
+// hold those sums for more, and its taller tiles take q4k_rows8_tall_block instead.
+template <DotU8S8 D, int R, int G, bool High, bool Q5>
+inline void q4k_rows8_sub(const uint8_t* blk, size_t gb, int s, const int8_t* const* xq, __m256i (*isum)[G]) {
   const uint8_t* qv = blk + 160 + 256 * (s / 2);
   const uint8_t* qh = blk + 1184;
-  const __m256i sc = rows8_u8_scales<D>(blk + 32 + 8 * s);
   // Q5_K's int16 sums hold 4 groups (16 products of 31 * 127), VNNI's int32 sums all 8
   constexpr int kParts = Q5 && D == DotU8S8::maddubs ? 2 : 1;
-  __m256i s16[R];
+  __m256i s16[R][G];
   for (int part = 0; part < kParts; part++) {
-    q4k_rows8_part<D, R, High, Q5>(qv, qh, s, 8 / kParts * part, 8 / kParts, xq, s16);
-    for (int j = 0; j < R; j++) isum[j] = _mm256_add_epi32(isum[j], rows8_scaled<D>(s16[j], sc));
+    q4k_rows8_part<D, R, G, High, Q5>(qv, qh, gb, s, 8 / kParts * part, 8 / kParts, xq, s16);
+    for (int i = 0; i < G; i++) {
+      const __m256i sc = rows8_u8_scales<D>(blk + i * gb + 32 + 8 * s);
+      for (int j = 0; j < R; j++) isum[j][i] = _mm256_add_epi32(isum[j][i], rows8_scaled<D>(s16[j][i], sc));
+    }
   }
 }
 
@@ -108,23 +126,31 @@ template <int R>
   }
 }
 
-// Block b of one row group against R activation rows, into acc[R] (the tiles of up to 4 rows
-// under AVX2, 8 under AVX-512, walked by rows8_run_chunked).
-template <DotU8S8 D, bool Q5, int R>
-[[gnu::always_inline]] inline void q4k_rows8_block(const uint8_t* blk, int64_t b, const ActQ8_K* x, __m256* acc) {
+// Block b of G row groups (the i-th at blk + i * kBlock, its accumulators at acc + i * acc_stride)
+// against R activation rows, into acc[R] (the tiles of up to 4 rows under AVX2, 8 under AVX-512,
+// walked by rows8_run_chunked).
+template <DotU8S8 D, bool Q5, int R, int G>
+[[gnu::always_inline]] inline void q4k_rows8_block(const uint8_t* blk, int64_t b, const ActQ8_K* x, __m256* acc,
+                                                   int acc_stride) {
   constexpr size_t kBlock = k4k_rows8_block<Q5>();
-  const size_t ahead = rows8_prefetch_ahead<R>();
-  __m256i isum[R];
+  const size_t ahead = G == 1 ? rows8_prefetch_ahead<R>() : rows8_pair_prefetch_ahead<R>();
+  __m256i isum[R][G];
   const int8_t* xq[R];
-  for (int j = 0; j < R; j++) isum[j] = _mm256_setzero_si256();
-  for (int t = 0; t < 4; t++) {  // chunk t: low nibbles are sub-block 2t, high nibbles 2t + 1
-    rows8_prefetch_part<kBlock, 4>(blk, ahead, t);
-    for (int j = 0; j < R; j++) xq[j] = x[j].qs + 256 * b + 64 * t;
-    q4k_rows8_sub<D, R, false, Q5>(blk, 2 * t, xq, isum);
-    for (int j = 0; j < R; j++) xq[j] += 32;
-    q4k_rows8_sub<D, R, true, Q5>(blk, 2 * t + 1, xq, isum);
+  for (int j = 0; j < R; j++) {
+    for (int i = 0; i < G; i++) isum[j][i] = _mm256_setzero_si256();
   }
-  q4k_rows8_finish<R>(blk, b, x, isum, acc);
+  for (int t = 0; t < 4; t++) {  // chunk t: low nibbles are sub-block 2t, high nibbles 2t + 1
+    rows8_prefetch_part<G * kBlock, 4>(blk, ahead, t);
+    for (int j = 0; j < R; j++) xq[j] = x[j].qs + 256 * b + 64 * t;
+    q4k_rows8_sub<D, R, G, false, Q5>(blk, kBlock, 2 * t, xq, isum);
+    for (int j = 0; j < R; j++) xq[j] += 32;
+    q4k_rows8_sub<D, R, G, true, Q5>(blk, kBlock, 2 * t + 1, xq, isum);
+  }
+  for (int i = 0; i < G; i++) {
+    __m256i is[R];
+    for (int j = 0; j < R; j++) is[j] = isum[j][i];
+    q4k_rows8_finish<R>(blk + i * kBlock, b, x, is, acc + i * acc_stride);
+  }
 }
 
 // Block b of one row group against R rows broadcast in xb, into acc[R] (the tall tiles: rows8_tall).
@@ -184,9 +210,8 @@ void q4k_rows8_gemm(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act,
                     int64_t ldy) {
   rows8_run_chunked<kMax, ActQ8_K>(
       w, w.cols / 256, k4k_rows8_block<Q5>(), r0, r1, act, stride, n, y, ldy, act_q8_K,
-      [&](auto rc, const uint8_t* blk, int64_t b, const ActQ8_K* x, __m256* acc) QD_ROWS8_INLINE {
-        q4k_rows8_block<D, Q5, decltype(rc)::value>(blk, b, x, acc);
-      },
+      [&](auto rc, auto gc, const uint8_t* blk, int64_t b, const ActQ8_K* x, __m256* acc, int acc_stride)
+          QD_ROWS8_INLINE { q4k_rows8_block<D, Q5, decltype(rc)::value, decltype(gc)::value>(blk, b, x, acc, acc_stride); },
       [&](auto rc, int64_t r, int64_t r_end, const ActQ8_K* x, int64_t i0) {
         q4k_rows8_tall<D, Q5, decltype(rc)::value>(w, r, r_end, x, y + i0 * ldy, ldy);
       });

@@ -225,8 +225,12 @@ void q6k_rows8_gemm(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act,
                     int64_t ldy) {
   rows8_run_chunked<kMax, ActQ8_K>(
       w, w.cols / 256, kQ6KRows8Block, r0, r1, act, stride, n, y, ldy, act_q8_K,
-      [&](auto rc, const uint8_t* blk, int64_t b, const ActQ8_K* x, __m256* acc) QD_ROWS8_INLINE {
-        q6k_rows8_block<D, decltype(rc)::value>(blk, b, x, acc);
+      [&](auto rc, auto gc, const uint8_t* blk, int64_t b, const ActQ8_K* x, __m256* acc, int acc_stride)
+          QD_ROWS8_INLINE {
+        // group by group: a pair's 8 value vectors do not fit beside the sums (rows8_walk_groups)
+        for (int i = 0; i < decltype(gc)::value; i++) {
+          q6k_rows8_block<D, decltype(rc)::value>(blk + i * kQ6KRows8Block, b, x, acc + i * acc_stride);
+        }
       },
       [&](auto rc, int64_t r, int64_t r_end, const ActQ8_K* x, int64_t i0) {
         q6k_rows8_tall<D, decltype(rc)::value>(w, r, r_end, x, y + i0 * ldy, ldy);

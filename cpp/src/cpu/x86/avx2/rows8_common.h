@@ -145,6 +145,21 @@ inline size_t rows8_prefetch_ahead() {
   }
 }
 
+// How far ahead a walk tile of R activation rows prefetches when it takes row groups in pairs
+// (rows8_walk_groups): the pair's 2 x 1184 bytes of Q4_K from the same distance past its start.
+// Zen 4, forced AVX2, the 1.5B's forward of n = 2 / 3 / 4 tokens (bench/ab_builds.py, one build,
+// 16-20 pairs, against 2048): 256 bytes 1.065 / 1.166 / 1.183 of the time, 1024 0.987 / 0.993 /
+// 1.017, 4096 1.019 / 1.043 / 1.034. Elsewhere rows8_prefetch_ahead's distance (not measured
+// with pairs).
+template <int R>
+inline size_t rows8_pair_prefetch_ahead() {
+  static const size_t ahead = [] {
+    const CpuFeatures& f = cpu_features();
+    return f.amd && f.avx512f ? (size_t)2048 : rows8_prefetch_ahead<R>();
+  }();
+  return ahead;
+}
+
 // Prefetch of the weights `ahead` bytes past p (the stream is sequential in the rows8 layout).
 inline void rows8_prefetch(const uint8_t* p, size_t bytes, size_t ahead) {
   for (size_t o = 0; o < bytes; o += 64) _mm_prefetch((const char*)(p + ahead + o), _MM_HINT_T0);
@@ -197,25 +212,44 @@ inline void rows8_run(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* ac
   }
 }
 
+// Row groups a walk tile of R activation rows takes at once (rows8_walk_step): two from 2 rows up,
+// so that each activation broadcast serves 16 weight rows (the Q4_K tiles; Q6_K's take the pair
+// group by group). Zen 4, the 1.5B's forward of n = 2 / 3 / 4 tokens in fast memory
+// (bench/ab_builds.py, 24 pairs, against one group at a time): forced AVX2 0.962 / 0.947 / 0.927
+// of the time; AVX-512 (its walk tiles go up to 8 rows) 1.01 / 0.925 / 0.903, level at 6 and 8. In
+// cache (1536 x 1536, one thread, forced AVX2) n = 2 / 3 / 4 7 / 10 / 7 % faster. At one row the
+// pair is 6 % faster in cache but 2-4 % slower from slow memory (the decode), and Q6_K's pair
+// (every k-group's 4 value vectors of both groups live at once) 6-8 % slower in cache.
+constexpr int rows8_walk_groups(int R) { return R >= 2 ? 2 : 1; }
+
 // Block b of a span's ng row groups (the first at row, block_bytes apart) against one tile of
-// activation rows: block(blk, b, acc) adds it into the group's accumulators, acc_stride apart from
-// one group to the next. A function of its own: inlined into the loops of rows8_run_chunked, GCC
-// kept the block's int16 sums in memory instead of registers (Q4_K, 4 rows, in cache: 15 %
-// slower).
+// activation rows: block(G, blk, b, acc, acc_stride) adds block b of G consecutive groups, the
+// first at blk (rows8_walk_groups at a time, one at a time for those left), into the groups'
+// accumulators, acc_stride apart from one group to the next. A function of its own: inlined into
+// the loops of rows8_run_chunked, GCC kept the block's int16 sums in memory instead of registers
+// (Q4_K, 4 rows, in cache: 15 % slower).
 template <int R, class BlockFn>
 [[gnu::noinline]] void rows8_walk_step(const uint8_t* row, size_t block_bytes, int ng, int64_t b, __m256* acc,
                                        int acc_stride, const BlockFn& block) {
-  for (int g = 0; g < ng; g++) block(row + (size_t)g * block_bytes, b, acc + (size_t)g * acc_stride);
+  constexpr int kG = rows8_walk_groups(R);
+  int g = 0;
+  for (; g + kG <= ng; g += kG) {
+    block(std::integral_constant<int, kG>{}, row + (size_t)g * block_bytes, b, acc + (size_t)g * acc_stride, acc_stride);
+  }
+  for (; g < ng; g++) {
+    block(std::integral_constant<int, 1>{}, row + (size_t)g * block_bytes, b, acc + (size_t)g * acc_stride, acc_stride);
+  }
 }
 
 // The matmul of the types stored in chunks of row groups (rows8_order.h), nb blocks of block_bytes
 // per group. The activation rows are cut into tiles (rows8_tiles):
 // - the tall tiles (rows8_is_tall) go to tall(R, r0, r1, x, i0), each over the whole row range
 //   (rows8_tall);
-// - the others walk the layout's order, a chunk's groups block after block: block(R, blk, b, x,
-//   acc) adds block b of the group at blk into the tile's R accumulators at acc, which stay in
-//   memory between the group's blocks (up to 64 rows of a chunk's 8 groups: 16 KiB). Every tile
-//   takes block b of the span's groups before block b + 1, so each block stays in L1 for all.
+// - the others walk the layout's order, a chunk's groups block after block: block(R, G, blk, b, x,
+//   acc, acc_stride) adds block b of the G groups from blk on into the tile's R accumulators of
+//   each (rows8_walk_step), which stay in memory between the groups' blocks (up to 64 rows of a
+//   chunk's 8 groups: 16 KiB). Every tile takes block b of the span's groups before block b + 1,
+//   so each block stays in L1 for all.
 // x points at the tile's activation row views (view(row, cols) of each quantized row).
 template <int kMax, class Act, class View, class BlockFn, class TallFn>
 inline void rows8_run_chunked(const Matrix& w, int64_t nb, size_t block_bytes, int64_t r0, int64_t r1,
@@ -246,8 +280,8 @@ inline void rows8_run_chunked(const Matrix& w, int64_t nb, size_t block_bytes, i
           if constexpr (!rows8_is_tall(decltype(rc)::value)) {
             const Act* x = xs + i0;
             rows8_walk_step<decltype(rc)::value>(row, block_bytes, s.ng, b, &acc[0][i0], kChunk,
-                                                 [&](const uint8_t* blk, int64_t bb, __m256* a) QD_ROWS8_INLINE {
-                                                   block(rc, blk, bb, x, a);
+                                                 [&](auto gc, const uint8_t* blk, int64_t bb, __m256* a, int as) QD_ROWS8_INLINE {
+                                                   block(rc, gc, blk, bb, x, a, as);
                                                  });
           }
         });
