@@ -2,6 +2,7 @@
 
     QD_FORCE_ISA=avx2 python bench/contention.py --isa avx2          # the 1.5B, 1 and 2 threads, 0 and 1 busy loops
     python bench/contention.py --model qwen2.5-coder-0.5b --busy 0,1,2 --reps 3
+    QD_FORCE_ISA=avx2 python bench/contention.py --busy 0 --threads 2 --draft none --reps 1 --recovery 8
 
 A laptop's CPUs are rarely all free: a build, a browser tab, an indexer. Each "busy" process is a
 shell loop that never sleeps, pinned to no CPU, as such a process would be. For every count of
@@ -11,6 +12,12 @@ GGUF file, each the median of --reps runs, with the ratio ours / llama.cpp. A bu
 started before each setting's runs and killed after them. The pool's governor
 (cpp/src/common/contention.h) leaves a thread out of the parallel regions while the workers lose
 time to preemption; this benchmark is where that shows.
+
+--recovery S: then our plain decoding on all --threads' largest count, in generations of 16
+tokens, beside one busy loop for S seconds and on after its end; prints tok/s in half-second
+slices from 2 s before the end to 3 s after, against the same engine's quiet speed: how soon the
+pool takes its threads back (the governor's timed probes are up to 16 s apart after a long
+contention; where the system reports idle CPUs it tries again within a fraction of a second).
 """
 
 from __future__ import annotations
@@ -48,6 +55,28 @@ def ours(engine: quickdraft.Engine, prompt: str, n: int) -> float:
     return len(c.tokens) / (time.perf_counter() - t0)
 
 
+def recovery(engine: quickdraft.Engine, busy_seconds: float, after: float = 3.0) -> list[tuple[float, float]]:
+    """(seconds since the busy loop ended, tok/s) of each 16-token generation, from busy_seconds
+    before its end to `after` seconds after."""
+    out = []
+    procs = busy_loops(1)
+    end = time.perf_counter() + busy_seconds
+    try:
+        while time.perf_counter() < end:
+            t0 = time.perf_counter()
+            n = len(engine.generate("def quicksort(a):", max_tokens=16, temperature=0).tokens)
+            out.append((time.perf_counter() - end, n / (time.perf_counter() - t0)))
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+    while time.perf_counter() < end + after:
+        t0 = time.perf_counter()
+        n = len(engine.generate("def quicksort(a):", max_tokens=16, temperature=0).tokens)
+        out.append((time.perf_counter() - end, n / (time.perf_counter() - t0)))
+    return out
+
+
 def llama(bin_dir: Path, path: Path, threads: int) -> float:
     out = subprocess.run([str(bin_dir / "llama-bench"), "-m", str(path), "-t", str(threads), "-p", "0", "-n", "64",
                           "-r", "1", "-o", "json"], capture_output=True, text=True, check=True).stdout
@@ -62,6 +91,8 @@ def main() -> None:
     ap.add_argument("--busy", default="0,1", help="counts of busy loops beside the runs")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--isa", default=None, help="llama.cpp build: avx2 for the AVX2-only peer (pair with QD_FORCE_ISA)")
+    ap.add_argument("--recovery", type=float, default=0.0,
+                    help="seconds of one busy loop before the recovery trace (0: no trace)")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
 
@@ -103,9 +134,22 @@ def main() -> None:
         spec_cell = f"{r['spec']:9.1f} {r['spec'] / r['llama']:11.2f}x" if r["spec"] else ""
         print(f"{r['busy']:>4} {r['threads']:>3} {r['plain']:10.1f} {r['llama']:9.1f} {r['plain'] / r['llama']:5.2f}x "
               + spec_cell)
+    trace = []
+    if args.recovery > 0:
+        t = max(threads)
+        quiet = statistics.median(ours(plain[t], "def quicksort(a):", 16) for _ in range(5))
+        trace = recovery(plain[t], args.recovery)
+        print(f"\nrecovery, {t} threads, plain, 16-token generations: quiet {quiet:.1f} tok/s; one busy loop for "
+              f"{args.recovery:g} s, then none")
+        print(f"{'from':>5} {'to':>5} {'tok/s':>6} {'/ quiet':>7}  (seconds from the busy loop's end)")
+        for lo in [x / 2 for x in range(-4, 6)]:
+            cell = [v for s, v in trace if lo <= s < lo + 0.5]
+            if cell:
+                m = statistics.median(cell)
+                print(f"{lo:5.1f} {lo + 0.5:5.1f} {m:6.1f} {m / quiet:6.2f}x")
     if args.json:
         Path(args.json).write_text(json.dumps({"cpu": machine.cpu_model(), "isa": quickdraft.current_isa(),
-                                               "model": args.model, "rows": rows}, indent=1))
+                                               "model": args.model, "rows": rows, "recovery": trace}, indent=1))
 
 
 if __name__ == "__main__":

@@ -25,11 +25,12 @@ STREAK = 2  # ContentionGovernor::kStreak: contended windows in a row that take 
 STEP = 0.02  # seconds between the synthetic samples (the pool samples at every region)
 
 
-def drive(n_threads, free_cpus, seconds, t0=0.0, lost_share=0.3, quiet_share=0.02, governor=None):
+def drive(n_threads, free_cpus, seconds, t0=0.0, lost_share=0.3, quiet_share=0.02, idle=None):
     """Samples for a machine where `free_cpus(t)` CPUs are free: the workers taking part lose
     lost_share of their time while more threads take part than there are free CPUs, quiet_share
-    otherwise. Returns [(t, active)] after each sample, fed one at a time (the active count
-    decides the next sample's loss, as in the pool)."""
+    otherwise; idle(t, active), where given, is the idle CPUs the system reports. Returns
+    [(t, active)] after each sample, fed one at a time (the active count decides the next
+    sample's loss, as in the pool)."""
     trace, active = [], n_threads
     samples = []
     t = t0
@@ -37,7 +38,7 @@ def drive(n_threads, free_cpus, seconds, t0=0.0, lost_share=0.3, quiet_share=0.0
         t += STEP
         awake = (active - 1) * STEP
         share = lost_share if active > free_cpus(t) else quiet_share
-        samples.append((t, awake, share * awake))
+        samples.append((t, awake, share * awake) + (() if idle is None else (idle(t, active),)))
         active = _core._testing.contention_governor(n_threads, samples)[-1]
         trace.append((t, active))
     return trace
@@ -72,6 +73,60 @@ def test_threads_come_back_when_the_other_process_ends():
     # The wait before the next probe is at most kMaxProbe, then one more thread a second.
     assert back - busy_until < 16.0 + 7 * (1.0 + 2 * WINDOW), back
     assert all(a == 8 for t, a in trace if t > back)
+
+
+def test_idle_cpus_bring_the_threads_back_soon_after_the_other_process_ends():
+    """Where the system reports idle CPUs (common/idle_cpus.h), the threads do not wait for the
+    next timed probe, which after 30 s of contention is 16 s away."""
+    busy_until = 30.0
+    free = lambda t: 1 if t < busy_until else 8  # noqa: E731
+    trace = drive(8, free, 40.0, idle=lambda t, active: max(0, free(t) - active))
+    assert min(a for t, a in trace if 1.0 < t < busy_until) == 1
+    back = next(t for t, a in trace if t > busy_until and a == 8)
+    # two idle windows, then a probe's window, per thread: 7 threads in about 2.1 s
+    assert back - busy_until < 1.0 + 7 * 4 * WINDOW, back
+    assert all(a == 8 for t, a in trace if t > back)
+
+
+def test_an_idle_report_that_is_wrong_costs_no_more_than_a_probe_a_second():
+    """A system that reports idle CPUs while the other process still competes: each early probe
+    fails, and the next waits kBaseProbe, never less."""
+    trace = drive(2, lambda t: 1, 60.0, idle=lambda t, active: 2.0)
+    probing = [t for t, a in trace if t > 1.0 and a == 2]
+    starts = [t for i, (t, a) in enumerate(trace) if a == 2 and i > 0 and trace[i - 1][1] == 1]
+    assert len(starts) >= 30 and np.all(np.diff(starts) >= 1.0), starts
+    assert len(probing) * STEP < 0.15 * 60.0, len(probing)
+
+
+STAT = """cpu  {all} 0 0 0 0 0 0 0 0 0
+cpu0 5 0 3 {i0} {w0} 0 0 0 0 0
+cpu1 5 0 3 {i1} 0 0 0 0 0 0
+cpu3 5 0 3 {i3} 0 0 0 0 0 0
+intr 1 2 3
+"""
+
+
+def test_idle_cpus_reads_each_watched_cpu_line(tmp_path):
+    path = str(tmp_path / "stat")
+    first = STAT.format(all=1, i0=100, w0=10, i1=200, i3=300)
+    later = STAT.format(all=1, i0=150, w0=20, i1=300, i3=999)  # cpu0 +50 idle +10 iowait, cpu1 +100
+    hz = os.sysconf("SC_CLK_TCK")
+    got = _core._testing.idle_cpus([0, 1], path, [first, later], 0.5)
+    assert got[0] == -1  # a first sample has no interval
+    assert got[1] == pytest.approx(160 / hz / 0.5)
+    # cpu3 alone (the line "cpu  1 ..." that sums every CPU is not cpu1)
+    assert _core._testing.idle_cpus([3], path, [first, later], 1.0)[1] == pytest.approx(699 / hz)
+    # a watched CPU without a line, or no file: unknown
+    assert _core._testing.idle_cpus([0, 2], path, [first, later], 1.0) == [-1, -1]
+    assert _core._testing.idle_cpus([0], str(tmp_path / "none" / "stat"), ["x"], 1.0) == [-1]
+
+
+def test_idle_cpus_sees_this_process_asleep():
+    idle = _core._testing.idle_cpus_now(0.5)
+    if not sys.platform.startswith("linux"):
+        assert idle == -1
+        return
+    assert 0.0 <= idle <= len(os.sched_getaffinity(0)) + 0.2
 
 
 def test_one_contended_window_alone_takes_no_thread_out():
@@ -132,6 +187,28 @@ def test_the_pool_leaves_a_thread_out_beside_a_busy_process_and_runs_every_task_
     assert sum(1 for _, n in changes if n == 2) <= 4, changes  # probes: 1 s, then 2 s apart
     regions, wrong = map(int, quiet.split())
     assert regions > 0 and wrong == 0
+
+
+def test_the_pool_takes_its_thread_back_soon_after_the_busy_process_ends():
+    """Beside a busy loop for 2.4 s: a thread goes out, the probe at about 1.3 s fails and the next
+    timed one would come 2 s later; the loop's CPU lying idle brings the thread back first."""
+    if len(set(busy_cpus())) < 2:
+        pytest.skip("needs two CPUs: the pool's two threads share a single one for good")
+    r = run_pinned("""
+        import threading
+        from quickdraft import _core
+        p = busy()
+        threading.Timer(2.4, p.kill).start()
+        regions, wrong, changes = _core._testing.pool_regions(2, 4.0, 8, 3000)
+        p.wait()
+        print(repr((regions, wrong, changes)))
+    """)
+    assert r.returncode == 0, r.stderr
+    regions, wrong, changes = eval(r.stdout)
+    assert regions > 0 and wrong == 0
+    assert any(n == 1 and t < 0.5 for t, n in changes), changes
+    last_t, last_n = changes[-1]
+    assert last_n == 2 and 2.4 < last_t < 3.0, changes  # back within 0.6 s of the loop's end, and kept
 
 
 def test_a_generation_beside_a_busy_process_is_the_one_thread_generation(tmp_path):

@@ -9,13 +9,16 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <fstream>
 #include <memory>
+#include <thread>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "common/contention.h"
 #include "common/error.h"
+#include "common/idle_cpus.h"
 #include "common/thread_pool.h"
 #include "quant/quant_types.h"
 #include "quickdraft/engine.h"
@@ -272,14 +275,42 @@ void register_testing(py::module_& m) {
   t.def("default_threads", &qd::ThreadPool::default_threads, "The native side's thread count for threads=0.");
   t.def(
       "contention_governor",
-      [](int n_threads, const std::vector<std::tuple<double, double, double>>& samples) {
+      [](int n_threads, const std::vector<std::vector<double>>& samples) {
         qd::ContentionGovernor g(n_threads);
         std::vector<int> active;
-        for (const auto& [now, awake, lost] : samples) active.push_back(g.update(now, awake, lost));
+        for (const auto& s : samples) {
+          if (s.size() != 3 && s.size() != 4) throw qd::ArgError("a sample is (now, awake, lost[, idle])");
+          active.push_back(g.update(s[0], s[1], s[2], s.size() == 4 ? s[3] : -1.0));
+        }
         return active;
       },
       py::arg("n_threads"), py::arg("samples"),
-      "The threads a ContentionGovernor lets take part after each (now, awake, lost) sample.");
+      "The threads a ContentionGovernor lets take part after each (now, awake, lost[, idle]) sample.");
+  t.def(
+      "idle_cpus",
+      [](const std::vector<int>& cpus, const std::string& path, const std::vector<std::string>& contents,
+         double seconds) {
+        qd::IdleCpus idle(cpus, path);
+        std::vector<double> out;
+        for (const std::string& c : contents) {
+          std::ofstream(path, std::ios::trunc) << c;
+          out.push_back(idle.sample(seconds));
+        }
+        return out;
+      },
+      py::arg("cpus"), py::arg("path"), py::arg("contents"), py::arg("seconds"),
+      "IdleCpus over `path`, rewritten with each of `contents` before a sample(seconds).");
+  t.def(
+      "idle_cpus_now",
+      [](double seconds) {
+        py::gil_scoped_release release;
+        qd::IdleCpus idle(qd::IdleCpus::allowed_cpus());
+        const auto t0 = std::chrono::steady_clock::now();
+        idle.sample(1.0);
+        std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+        return idle.sample(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      },
+      py::arg("seconds"), "This process's allowed CPUs' idle CPU-equivalents over `seconds` asleep (-1: unknown).");
   t.def("pool_regions", &pool_regions, py::arg("threads"), py::arg("seconds"), py::arg("tasks"), py::arg("spin"),
         "Regions of `tasks` busy tasks on a fresh pool for `seconds`: (regions, tasks not run exactly once, "
         "[(seconds, participants)] at each change of the threads taking part).");

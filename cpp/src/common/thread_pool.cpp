@@ -1,6 +1,5 @@
 #include "common/thread_pool.h"
 
-#include <sched.h>
 #include <time.h>
 
 #include <chrono>
@@ -36,16 +35,8 @@ int ThreadPool::physical_cores(const std::vector<int>& cpus, const std::string& 
 }
 
 int ThreadPool::default_threads() {
-#ifdef __linux__
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0) {
-    std::vector<int> cpus;
-    for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
-      if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
-    }
-    return physical_cores(cpus, "/sys/devices/system/cpu");
-  }
-#endif
+  const std::vector<int> cpus = IdleCpus::allowed_cpus();
+  if (!cpus.empty()) return physical_cores(cpus, "/sys/devices/system/cpu");
   const unsigned n = std::thread::hardware_concurrency();
   return n == 0 ? 1 : (int)n;
 }
@@ -75,7 +66,10 @@ double thread_cpu_seconds() {
 }  // namespace
 
 ThreadPool::ThreadPool(int n_threads)
-    : n_threads_(checked_threads(n_threads)), participants_(n_threads_), governor_(n_threads_) {
+    : n_threads_(checked_threads(n_threads)),
+      participants_(n_threads_),
+      governor_(n_threads_),
+      idle_(IdleCpus::allowed_cpus()) {
   workers_.reserve((size_t)n_threads_ - 1);
   try {
     for (int i = 1; i < n_threads_; i++) workers_.emplace_back([this, i] { worker_loop(i); });
@@ -183,8 +177,15 @@ int ThreadPool::govern() {
   next_decision_ = now + ContentionGovernor::kWindow;
   const double awake = awake_ns_.exchange(0, std::memory_order_relaxed) * 1e-9;
   const double lost = lost_ns_.exchange(0, std::memory_order_relaxed) * 1e-9;
+  double idle = -1;
+  if (governor_.wants_idle()) {
+    idle = idle_.sample(now - idle_since_);
+    idle_since_ = now;
+  } else {
+    idle_.reset();
+  }
   const int before = participants_.load(std::memory_order_relaxed);
-  const int after = governor_.update(now, awake, lost);
+  const int after = governor_.update(now, awake, lost, idle);
   if (after > before) {
     { std::lock_guard<std::mutex> lock(mu_); participants_.store(after); }
     parked_.notify_all();

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "common/contention.h"
+#include "common/idle_cpus.h"
 
 namespace qd {
 
@@ -99,6 +100,8 @@ class ThreadPool {
   std::atomic<int64_t> awake_ns_{0}, lost_ns_{0};
   ContentionGovernor governor_;
   double next_decision_ = 0;  // the steady clock's seconds at which run() next consults governor_
+  IdleCpus idle_;             // sampled at govern()'s decisions while a thread is out
+  double idle_since_ = 0;     // when idle_ was last sampled
   uint64_t regions_ = 0;      // regions run() opened, for the caller's samples
   static constexpr int kCallerSample = 8;
 };
