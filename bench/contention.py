@@ -62,18 +62,17 @@ def recovery(engine: quickdraft.Engine, busy_seconds: float, after: float = 3.0)
     procs = busy_loops(1)
     end = time.perf_counter() + busy_seconds
     try:
-        while time.perf_counter() < end:
-            t0 = time.perf_counter()
-            n = len(engine.generate("def quicksort(a):", max_tokens=16, temperature=0).tokens)
-            out.append((time.perf_counter() - end, n / (time.perf_counter() - t0)))
+        while time.perf_counter() < end + after:
+            if procs and time.perf_counter() >= end:
+                for p in procs:
+                    p.kill()
+                    p.wait()
+                procs = []
+            tok_s = ours(engine, "def quicksort(a):", 16)
+            out.append((time.perf_counter() - end, tok_s))
     finally:
         for p in procs:
             p.kill()
-            p.wait()
-    while time.perf_counter() < end + after:
-        t0 = time.perf_counter()
-        n = len(engine.generate("def quicksort(a):", max_tokens=16, temperature=0).tokens)
-        out.append((time.perf_counter() - end, n / (time.perf_counter() - t0)))
     return out
 
 

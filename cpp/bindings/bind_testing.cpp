@@ -11,9 +11,8 @@
 #include <chrono>
 #include <fstream>
 #include <memory>
-#include <thread>
 #include <string>
-#include <tuple>
+#include <thread>
 #include <vector>
 
 #include "common/contention.h"

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 
 namespace qd {
@@ -34,7 +33,7 @@ bool IdleCpus::read(std::vector<uint64_t>& ticks) const {
   FILE* f = std::fopen(stat_.c_str(), "r");
   if (!f) return false;
   ticks.assign(cpus_.size(), 0);
-  std::vector<bool> seen(cpus_.size(), false);
+  size_t found = 0;  // watched CPUs whose line was read (each appears once)
   char line[512];
   // Lines longer than the buffer (the "intr" line) arrive in pieces; only a piece that starts a
   // line can start with "cpu".
@@ -51,12 +50,11 @@ bool IdleCpus::read(std::vector<uint64_t>& ticks) const {
     }
     const auto it = std::find(cpus_.begin(), cpus_.end(), cpu);
     if (it == cpus_.end()) continue;
-    const size_t i = (size_t)(it - cpus_.begin());
-    ticks[i] = idle + iowait;
-    seen[i] = true;
+    ticks[(size_t)(it - cpus_.begin())] = idle + iowait;
+    found++;
   }
   std::fclose(f);
-  return !cpus_.empty() && std::all_of(seen.begin(), seen.end(), [](bool s) { return s; });
+  return !cpus_.empty() && found == cpus_.size();
 }
 
 double IdleCpus::sample(double seconds) {
