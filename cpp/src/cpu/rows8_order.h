@@ -15,9 +15,10 @@
 // threads' row ranges in multiples of 256 rows, too coarse to balance the small matrices.) Their
 // other tiles walk a chunk's groups in the same order (rows8_run_chunked on x86, rows8_walk on
 // NEON), one float accumulator per group
-// and row kept in memory between blocks. The other types have no tall tiles and keep chunks of
-// one group: with blocks of 32 weights, the accumulators' trips through memory cost more than the
-// order gains (AVX2 Q4_0, one row, in cache: 16 % slower).
+// and row kept in memory between blocks. The other types keep chunks of one group: with blocks of
+// 32 weights, the walk tiles' accumulators' trips through memory cost more than the order gains
+// (AVX2 Q4_0, one row, in cache: 16 % slower). The 32-weight types' AVX2 tall tiles read runs of
+// up to 10 consecutive blocks of each group there (rows8_tall), not measured in chunks of 8.
 #pragma once
 #include <algorithm>
 #include <cstddef>

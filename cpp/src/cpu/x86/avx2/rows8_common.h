@@ -197,19 +197,40 @@ inline void rows8_tiles(int64_t n, TileFn&& tile) {
 // group, every tile of activation rows: a group's weights (a few KB) stay in L1 for all tiles.
 // x points at the tile's activation row views (view(row, cols) of each quantized row). For the
 // types stored group by group (rows8_order.h); rows8_run_chunked for the others.
-template <int kMax, class Act, class View, class TileFn>
+// The tall tiles (rows8_is_tall), where the kernel has them, go to tall(R, r0, r1, x, i0), each
+// over the whole row range (rows8_tall), before the group-by-group walk of the others.
+template <int kMax, class Act, class View, class TileFn, class TallFn>
 inline void rows8_run(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t stride, int64_t n,
-                      View&& view, TileFn&& tile) {
+                      View&& view, TileFn&& tile, TallFn&& tall) {
   constexpr int64_t kChunk = 64;
   Act xs[kChunk];
   for (int64_t a0 = 0; a0 < n; a0 += kChunk) {
     const int64_t m = n - a0 < kChunk ? n - a0 : kChunk;
     for (int64_t i = 0; i < m; i++) xs[i] = view(act + (size_t)(a0 + i) * stride, w.cols);
+    bool walk = false;
+    rows8_tiles<kMax>(m, [&](auto rc, int64_t i0) {
+      if constexpr (rows8_is_tall(decltype(rc)::value)) {
+        tall(rc, r0, r1, xs + i0, a0 + i0);
+      } else {
+        walk = true;
+      }
+    });
+    if (!walk) continue;
     for (int64_t r = r0; r < r1; r += 8) {
       const int64_t r_end = r + 8 < r1 ? r + 8 : r1;
-      rows8_tiles<kMax>(m, [&](auto rc, int64_t i0) { tile(rc, r, r_end, xs + i0, a0 + i0); });
+      rows8_tiles<kMax>(m, [&](auto rc, int64_t i0) {
+        if constexpr (!rows8_is_tall(decltype(rc)::value)) tile(rc, r, r_end, xs + i0, a0 + i0);
+      });
     }
   }
+}
+
+// For kernels without tall tiles (kMax within rows8_is_tall's bound).
+template <int kMax, class Act, class View, class TileFn>
+inline void rows8_run(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t stride, int64_t n,
+                      View&& view, TileFn&& tile) {
+  static_assert(!rows8_is_tall(kMax), "a kernel with tiles this tall needs a tall tile");
+  rows8_run<kMax, Act>(w, r0, r1, act, stride, n, view, tile, [](auto...) {});
 }
 
 // Row groups a walk tile of R activation rows takes at once (rows8_walk_step): two from 2 rows up,
@@ -303,6 +324,8 @@ inline void rows8_run_chunked(const Matrix& w, int64_t nb, size_t block_bytes, i
 // vpmaddubsw (or vpdpbusd): no broadcast per product. 2 KiB per row.
 template <int R>
 struct Rows8Bcast {
+  static constexpr int kWeights = 256;          // weights of a block
+  static constexpr size_t kRowBytes = 8 * 8 * 32;  // bytes per row and block (the run length's unit)
   alignas(32) int8_t v[8][R][8][32];
 
   void fill(const ActQ8_K* x, int64_t b) {
@@ -341,13 +364,15 @@ constexpr int kRows8TallGroups = 32;
 // does not take up the 4 streams); the whole block's 19-27 lines prefetched in one loop before the
 // block, against spread over its sub-blocks: 1.023x at 8 tokens (0.977 the other way, 30 pairs,
 // forced AVX2, Zen 4), level at 6; one thread in L3 Q6_K 71.0 against 68.0 cycles a sub-block.
-// Bcast is Rows8Bcast<R> or a type derived from it that fills more per block (Q6_K's offsets); the
-// run length is that of Rows8Bcast<R> either way.
-template <int R, class Bcast = Rows8Bcast<R>, class BlockFn>
-inline void rows8_tall(const Matrix& w, size_t block_bytes, int64_t r0, int64_t r1, const ActQ8_K* x, float* y,
+// Bcast is Rows8Bcast<R>, a type derived from it that fills more per block (Q6_K's offsets) or the
+// 32-weight blocks' Rows8Bcast32<R> (x86/avx2/q32_rows8.h); its kWeights are a block's weights and
+// R x its kRowBytes the run length's unit (extra fills such as Q6_K's offsets not counted), and
+// Act the activation rows it fills from.
+template <int R, class Bcast = Rows8Bcast<R>, class Act, class BlockFn>
+inline void rows8_tall(const Matrix& w, size_t block_bytes, int64_t r0, int64_t r1, const Act* x, float* y,
                        int64_t ldy, BlockFn&& block) {
-  constexpr int kRun = std::max(1, (int)(kRows8TallBcastBytes / sizeof(Rows8Bcast<R>)));  // blocks per run
-  const int64_t nb = w.cols / 256;
+  constexpr int kRun = std::max(1, (int)(kRows8TallBcastBytes / (R * Bcast::kRowBytes)));  // blocks per run
+  const int64_t nb = w.cols / Bcast::kWeights;
   Bcast xb[kRun];
   __m256 acc[kRows8TallGroups][R];
   const uint8_t* base[kRows8TallGroups];  // group i's block b at base[i] + b * stride[i]
