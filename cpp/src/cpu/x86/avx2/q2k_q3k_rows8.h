@@ -4,7 +4,9 @@
 // 3-bit (Q3_K: low 2 bits | hmask bit << 2) values' vpmaddubsw products over a group summed in
 // int16, then one vpmaddwd by the group's scale. Q2_K's mins and Q3_K's -4 against the
 // activations' 16-sums by vpmaddwd: acc += d * xd * S - dmin * xd * M (Q2_K), or
-// acc += d * xd * (S - 4 O) (Q3_K).
+// acc += d * xd * (S - 4 O) (Q3_K). Tiles of up to 4 rows walk the row groups (k23_rows8_tile);
+// taller ones under AVX2 are tall tiles (k23_rows8_tall_block) with the same integers and block
+// ends.
 #pragma once
 #include "cpu/x86/avx2/rows8_common.h"
 
@@ -28,6 +30,30 @@ inline __m256i q2k_rows8_mins(const uint8_t* blk, int u) {
   return _mm256_srli_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i*)(blk + 32 + 16 * u))), 4);
 }
 
+// Block b's end, the same in every tile: Q3_K's -4 and Q2_K's mins against the activations'
+// 16-sums, then acc += d * xd * (S - 4 O) (Q3_K), or acc += d * xd * S - dmin * xd * M (Q2_K).
+template <bool Q3, int R>
+[[gnu::always_inline]] inline void k23_rows8_finish(const uint8_t* blk, int64_t b, const ActQ8_K* x,
+                                                    const __m256i* isum, __m256* acc) {
+  const __m256 d = rows8_f16(blk);
+  __m256i offs[8];  // per pair of groups: Q3_K's scales (against its -4), Q2_K's mins
+  for (int u = 0; u < 8; u++) offs[u] = Q3 ? k23_rows8_scales<Q3>(blk, u) : q2k_rows8_mins(blk, u);
+  for (int j = 0; j < R; j++) {
+    const int16_t* bs = x[j].bsums + 16 * b;
+    __m256i o = _mm256_setzero_si256();
+    for (int u = 0; u < 8; u++) o = _mm256_add_epi32(o, _mm256_madd_epi16(offs[u], rows8_bcast((const int8_t*)(bs + 2 * u))));
+    const __m256 xd = _mm256_set1_ps(x[j].d[b]);
+    if constexpr (Q3) {
+      const __m256i total = _mm256_sub_epi32(isum[j], _mm256_slli_epi32(o, 2));
+      acc[j] = _mm256_fmadd_ps(_mm256_mul_ps(d, xd), _mm256_cvtepi32_ps(total), acc[j]);
+    } else {
+      acc[j] = _mm256_fmadd_ps(_mm256_mul_ps(d, xd), _mm256_cvtepi32_ps(isum[j]), acc[j]);
+      acc[j] = _mm256_fnmadd_ps(_mm256_mul_ps(rows8_f16(blk + 16), xd), _mm256_cvtepi32_ps(o), acc[j]);
+    }
+  }
+}
+
+// The tiles of up to 4 rows (8 under AVX-512), walking the row groups one at a time.
 template <bool Q3, int R>
 [[gnu::noinline]] void k23_rows8_tile(const Matrix& w, int64_t r0, int64_t r1, const ActQ8_K* x, float* y,
                     int64_t ldy) {
@@ -73,33 +99,93 @@ template <bool Q3, int R>
           for (int j = 0; j < R; j++) isum[j] = _mm256_add_epi32(isum[j], _mm256_madd_epi16(s16[j], sc));
         }
       }
-      const __m256 d = rows8_f16(blk);
-      __m256i offs[8];  // per pair of groups: Q3_K's scales (against its -4), Q2_K's mins
-      for (int u = 0; u < 8; u++) offs[u] = Q3 ? k23_rows8_scales<Q3>(blk, u) : q2k_rows8_mins(blk, u);
-      for (int j = 0; j < R; j++) {
-        const int16_t* bs = x[j].bsums + 16 * b;
-        __m256i o = _mm256_setzero_si256();
-        for (int u = 0; u < 8; u++) o = _mm256_add_epi32(o, _mm256_madd_epi16(offs[u], rows8_bcast((const int8_t*)(bs + 2 * u))));
-        const __m256 xd = _mm256_set1_ps(x[j].d[b]);
-        if constexpr (Q3) {
-          const __m256i total = _mm256_sub_epi32(isum[j], _mm256_slli_epi32(o, 2));
-          acc[j] = _mm256_fmadd_ps(_mm256_mul_ps(d, xd), _mm256_cvtepi32_ps(total), acc[j]);
-        } else {
-          acc[j] = _mm256_fmadd_ps(_mm256_mul_ps(d, xd), _mm256_cvtepi32_ps(isum[j]), acc[j]);
-          acc[j] = _mm256_fnmadd_ps(_mm256_mul_ps(rows8_f16(blk + 16), xd), _mm256_cvtepi32_ps(o), acc[j]);
-        }
-      }
+      k23_rows8_finish<Q3, R>(blk, b, x, isum, acc);
     }
     for (int j = 0; j < R; j++) rows8_store(y + j * ldy, r, r1, acc[j]);
   }
 }
 
+// Groups 2u, 2u + 1 of one row group (the 8 k-groups of chunk u: 4 a group) against R rows
+// broadcast in xb, added to isum[R] (the tall tiles): the 8 value vectors unpacked once and kept
+// in registers, each row's products with the broadcast activations (memory operands) summed in
+// int16 per group and folded by the group's scale, as the walk tile's.
+template <bool Q3, int R>
+[[gnu::always_inline]] inline void k23_rows8_tall_pair(const uint8_t* blk, int u, const Rows8Bcast<R>& xb,
+                                                       __m256i* isum) {
+  constexpr size_t kQs = Q3 ? 144 : 160;
+  const __m256i dup_lo = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13,  //
+                                          0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13);
+  const __m256i dup_hi = _mm256_setr_epi8(2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15,  //
+                                          2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15);
+  const __m256i m3 = _mm256_set1_epi8(3), m4 = _mm256_set1_epi8(4);
+  const int p = u / 4, f = u % 4;
+  const __m256i pair = k23_rows8_scales<Q3>(blk, u);
+  const __m256i sc[2] = {_mm256_shuffle_epi8(pair, dup_lo), _mm256_shuffle_epi8(pair, dup_hi)};
+  const __m128i lo_shift = _mm_cvtsi32_si128(2 * f);
+  const int hs = 4 * p + f - 2;  // hmask bit 4p + f to bit 2
+  __m256i v[8];
+  for (int g = 0; g < 8; g++) {
+    const __m256i lv = _mm256_loadu_si256((const __m256i*)(blk + kQs + 32 * (8 * p + g)));
+    v[g] = _mm256_and_si256(_mm256_srl_epi16(lv, lo_shift), m3);
+    if constexpr (Q3) {
+      const __m256i hv = _mm256_loadu_si256((const __m256i*)(blk + 656 + 32 * g));
+      const __m256i h = hs >= 0 ? _mm256_srl_epi16(hv, _mm_cvtsi32_si128(hs)) : _mm256_sll_epi16(hv, _mm_cvtsi32_si128(-hs));
+      v[g] = _mm256_or_si256(v[g], _mm256_and_si256(h, m4));
+    }
+  }
+  // chunk u's 32 weights of row j broadcast: xb's sub-block u, k-groups 0-7
+  for (int j = 0; j < R; j++) {
+    const __m256i* xv = xb.at(u, j);
+    __m256i sum = isum[j];
+    for (int half = 0; half < 2; half++) {
+      const __m256i* xg = xv + 4 * half;
+      const __m256i* vg = v + 4 * half;
+      const __m256i a = _mm256_add_epi16(_mm256_maddubs_epi16(vg[0], _mm256_load_si256(xg)),
+                                         _mm256_maddubs_epi16(vg[1], _mm256_load_si256(xg + 1)));
+      const __m256i c = _mm256_add_epi16(_mm256_maddubs_epi16(vg[2], _mm256_load_si256(xg + 2)),
+                                         _mm256_maddubs_epi16(vg[3], _mm256_load_si256(xg + 3)));
+      sum = _mm256_add_epi32(sum, _mm256_madd_epi16(_mm256_add_epi16(a, c), sc[half]));
+    }
+    isum[j] = sum;
+    __asm__("" : : "m"(isum[j]));  // isum[j] lives in memory between rows, v[] in registers
+  }
+}
+
+// Block b of one row group against R rows broadcast in xb, into acc[R] (the tall tiles:
+// rows8_tall, from 5 rows under AVX2): chunk by chunk (k23_rows8_tall_pair), then the walk
+// tile's block end. next is the block two groups on, prefetched into L2 a part per chunk.
+template <bool Q3, int R>
+[[gnu::always_inline]] inline void k23_rows8_tall_block(const uint8_t* blk, int64_t b, const ActQ8_K* x,
+                                                        const Rows8Bcast<R>& xb, __m256* acc, const uint8_t* next) {
+  alignas(32) __m256i isum[R];
+  for (int j = 0; j < R; j++) isum[j] = _mm256_setzero_si256();
+  for (int u = 0; u < 8; u++) {
+    rows8_prefetch_part<k23_rows8_block<Q3>(), 8, _MM_HINT_T1>(next, 0, u);
+    k23_rows8_tall_pair<Q3, R>(blk, u, xb, isum);
+  }
+  k23_rows8_finish<Q3, R>(blk, b, x, isum, acc);
+}
+
+template <bool Q3, int R>
+[[gnu::noinline]] void k23_rows8_tall(const Matrix& w, int64_t r0, int64_t r1, const ActQ8_K* x, float* y,
+                                      int64_t ldy) {
+  rows8_tall<R>(w, k23_rows8_block<Q3>(), r0, r1, x, y, ldy,
+                [&](const uint8_t* blk, int64_t b, const Rows8Bcast<R>& xb, __m256* acc, const uint8_t* next) {
+                  k23_rows8_tall_block<Q3, R>(blk, b, x, xb, acc, next);
+                });
+}
+
 template <bool Q3, int kMax>
 void k23_rows8_gemm(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t stride, int64_t n, float* y,
                     int64_t ldy) {
-  rows8_run<kMax, ActQ8_K>(w, r0, r1, act, stride, n, act_q8_K, [&](auto rc, int64_t r, int64_t r_end, const ActQ8_K* x, int64_t i0) {
-    k23_rows8_tile<Q3, decltype(rc)::value>(w, r, r_end, x, y + i0 * ldy, ldy);
-  });
+  rows8_run<kMax, ActQ8_K>(
+      w, r0, r1, act, stride, n, act_q8_K,
+      [&](auto rc, int64_t r, int64_t r_end, const ActQ8_K* x, int64_t i0) {
+        k23_rows8_tile<Q3, decltype(rc)::value>(w, r, r_end, x, y + i0 * ldy, ldy);
+      },
+      [&](auto rc, int64_t r, int64_t r_end, const ActQ8_K* x, int64_t i0) {
+        k23_rows8_tall<Q3, decltype(rc)::value>(w, r, r_end, x, y + i0 * ldy, ldy);
+      });
 }
 
 }  // namespace

@@ -193,12 +193,13 @@ inline void rows8_tiles(int64_t n, TileFn&& tile) {
   }
 }
 
-// Runs tile(R, r, r_end, x, i0) over every group of 8 weight rows in [r0, r1) and, inside each
-// group, every tile of activation rows: a group's weights (a few KB) stay in L1 for all tiles.
-// x points at the tile's activation row views (view(row, cols) of each quantized row). For the
-// types stored group by group (rows8_order.h); rows8_run_chunked for the others.
-// The tall tiles (rows8_is_tall), where the kernel has them, go to tall(R, r0, r1, x, i0), each
-// over the whole row range (rows8_tall), before the group-by-group walk of the others.
+// The matmul of the types stored group by group (rows8_order.h; rows8_run_chunked for the others).
+// The activation rows are cut into tiles (rows8_tiles):
+// - the tall tiles (rows8_is_tall) go to tall(R, r0, r1, x, i0), each over the whole row range
+//   (rows8_tall);
+// - the others to tile(R, r, r_end, x, i0), for every group of 8 weight rows [r, r_end) in
+//   [r0, r1) and inside each group every tile: a group's weights (a few KB) stay in L1 for all.
+// x points at the tile's activation row views (view(row, cols) of each quantized row).
 template <int kMax, class Act, class View, class TileFn, class TallFn>
 inline void rows8_run(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t stride, int64_t n,
                       View&& view, TileFn&& tile, TallFn&& tall) {
@@ -223,14 +224,6 @@ inline void rows8_run(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* ac
       });
     }
   }
-}
-
-// For kernels without tall tiles (kMax within rows8_is_tall's bound).
-template <int kMax, class Act, class View, class TileFn>
-inline void rows8_run(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t stride, int64_t n,
-                      View&& view, TileFn&& tile) {
-  static_assert(!rows8_is_tall(kMax), "a kernel with tiles this tall needs a tall tile");
-  rows8_run<kMax, Act>(w, r0, r1, act, stride, n, view, tile, [](auto...) {});
 }
 
 // Row groups a walk tile of R activation rows takes at once (rows8_walk_step): two from 2 rows up,

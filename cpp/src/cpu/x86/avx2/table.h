@@ -39,7 +39,7 @@ constexpr KernelTable avx2_table(Isa isa) {
   set_not_computable(t);
   // Weights repacked at load into 8 interleaved rows (cpu/repack.h); the list above serves the
   // matrices that are not (rows not a multiple of 8, rows copied out of a repacked matrix).
-  set_rows8_kernels<Tag, 4, 8, 8>(t);
+  set_rows8_kernels<Tag, 8, 8>(t);
   set_quantize(t, ActFormat::q8_0, x86_quantize_q8_0);
   set_quantize(t, ActFormat::q8_K, x86_quantize_q8_K);
   t.half_to_float = x86_half_to_float;
