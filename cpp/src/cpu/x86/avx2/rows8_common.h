@@ -193,37 +193,46 @@ inline void rows8_tiles(int64_t n, TileFn&& tile) {
   }
 }
 
-// The matmul of the types stored group by group (rows8_order.h; rows8_run_chunked for the others).
-// The activation rows are cut into tiles (rows8_tiles):
-// - the tall tiles (rows8_is_tall) go to tall(R, r0, r1, x, i0), each over the whole row range
-//   (rows8_tall);
-// - the others to tile(R, r, r_end, x, i0), for every group of 8 weight rows [r, r_end) in
-//   [r0, r1) and inside each group every tile: a group's weights (a few KB) stay in L1 for all.
-// x points at the tile's activation row views (view(row, cols) of each quantized row).
-template <int kMax, class Act, class View, class TileFn, class TallFn>
-inline void rows8_run(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t stride, int64_t n,
-                      View&& view, TileFn&& tile, TallFn&& tall) {
-  constexpr int64_t kChunk = 64;
-  Act xs[kChunk];
-  for (int64_t a0 = 0; a0 < n; a0 += kChunk) {
-    const int64_t m = n - a0 < kChunk ? n - a0 : kChunk;
+// Activation rows in chunks of up to kRows8ActChunk (each row's view made once: view(row, cols)).
+// In each chunk, cut into tiles (rows8_tiles), the tall tiles (rows8_is_tall) go to tall(R, r0,
+// r1, x, i0), each over the whole row range (rows8_tall), and walk(m, xs, a0) takes the chunk's
+// other tiles, where there are any. x and xs point at the tile's or chunk's activation row views.
+constexpr int kRows8ActChunk = 64;
+
+template <int kMax, class Act, class View, class TallFn, class WalkFn>
+inline void rows8_chunks(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t stride, int64_t n,
+                         View&& view, TallFn&& tall, WalkFn&& walk) {
+  Act xs[kRows8ActChunk];
+  for (int64_t a0 = 0; a0 < n; a0 += kRows8ActChunk) {
+    const int64_t m = n - a0 < kRows8ActChunk ? n - a0 : kRows8ActChunk;
     for (int64_t i = 0; i < m; i++) xs[i] = view(act + (size_t)(a0 + i) * stride, w.cols);
-    bool walk = false;
+    bool any = false;
     rows8_tiles<kMax>(m, [&](auto rc, int64_t i0) {
       if constexpr (rows8_is_tall(decltype(rc)::value)) {
         tall(rc, r0, r1, xs + i0, a0 + i0);
       } else {
-        walk = true;
+        any = true;
       }
     });
-    if (!walk) continue;
+    if (any) walk(m, (const Act*)xs, a0);
+  }
+}
+
+// The matmul of the types stored group by group (rows8_order.h; rows8_run_chunked for the others):
+// the tall tiles as rows8_chunks sends them, the others to tile(R, r, r_end, x, i0) for every
+// group of 8 weight rows [r, r_end) in [r0, r1) and inside each group every tile: a group's
+// weights (a few KB) stay in L1 for all.
+template <int kMax, class Act, class View, class TileFn, class TallFn>
+inline void rows8_run(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* act, size_t stride, int64_t n,
+                      View&& view, TileFn&& tile, TallFn&& tall) {
+  rows8_chunks<kMax, Act>(w, r0, r1, act, stride, n, view, tall, [&](int64_t m, const Act* xs, int64_t a0) {
     for (int64_t r = r0; r < r1; r += 8) {
       const int64_t r_end = r + 8 < r1 ? r + 8 : r1;
       rows8_tiles<kMax>(m, [&](auto rc, int64_t i0) {
         if constexpr (!rows8_is_tall(decltype(rc)::value)) tile(rc, r, r_end, xs + i0, a0 + i0);
       });
     }
-  }
+  });
 }
 
 // Row groups a walk tile of R activation rows takes at once (rows8_walk_step): two from 2 rows up,
@@ -256,34 +265,17 @@ template <int R, class BlockFn>
 }
 
 // The matmul of the types stored in chunks of row groups (rows8_order.h), nb blocks of block_bytes
-// per group. The activation rows are cut into tiles (rows8_tiles):
-// - the tall tiles (rows8_is_tall) go to tall(R, r0, r1, x, i0), each over the whole row range
-//   (rows8_tall);
-// - the others walk the layout's order, a chunk's groups block after block: block(R, G, blk, b, x,
-//   acc, acc_stride) adds block b of the G groups from blk on into the tile's R accumulators of
-//   each (rows8_walk_step), which stay in memory between the groups' blocks (up to 64 rows of a
-//   chunk's 8 groups: 16 KiB). Every tile takes block b of the span's groups before block b + 1,
-//   so each block stays in L1 for all.
-// x points at the tile's activation row views (view(row, cols) of each quantized row).
+// per group: the tall tiles as rows8_chunks sends them; the others walk the layout's order, a
+// chunk's groups block after block: block(R, G, blk, b, x, acc, acc_stride) adds block b of the G
+// groups from blk on into the tile's R accumulators of each (rows8_walk_step), which stay in
+// memory between the groups' blocks (up to 64 rows of a chunk's 8 groups: 16 KiB). Every tile
+// takes block b of the span's groups before block b + 1, so each block stays in L1 for all.
 template <int kMax, class Act, class View, class BlockFn, class TallFn>
 inline void rows8_run_chunked(const Matrix& w, int64_t nb, size_t block_bytes, int64_t r0, int64_t r1,
                               const uint8_t* act, size_t stride, int64_t n, float* y, int64_t ldy, View&& view,
                               BlockFn&& block, TallFn&& tall) {
-  constexpr int kChunk = 64;
-  Act xs[kChunk];
-  alignas(32) __m256 acc[kRows8MaxChunkGroups][kChunk];
-  for (int64_t a0 = 0; a0 < n; a0 += kChunk) {
-    const int64_t m = n - a0 < kChunk ? n - a0 : kChunk;
-    for (int64_t i = 0; i < m; i++) xs[i] = view(act + (size_t)(a0 + i) * stride, w.cols);
-    bool walk = false;
-    rows8_tiles<kMax>(m, [&](auto rc, int64_t i0) {
-      if constexpr (rows8_is_tall(decltype(rc)::value)) {
-        tall(rc, r0, r1, xs + i0, a0 + i0);
-      } else {
-        walk = true;
-      }
-    });
-    if (!walk) continue;
+  alignas(32) __m256 acc[kRows8MaxChunkGroups][kRows8ActChunk];
+  rows8_chunks<kMax, Act>(w, r0, r1, act, stride, n, view, tall, [&](int64_t m, const Act* xs, int64_t a0) {
     rows8_spans(w, nb, block_bytes, r0, r1, [&](const Rows8Span& s) {
       for (int g = 0; g < s.ng; g++) {
         for (int64_t i = 0; i < m; i++) acc[g][i] = _mm256_setzero_ps();
@@ -293,7 +285,7 @@ inline void rows8_run_chunked(const Matrix& w, int64_t nb, size_t block_bytes, i
         rows8_tiles<kMax>(m, [&](auto rc, int64_t i0) {
           if constexpr (!rows8_is_tall(decltype(rc)::value)) {
             const Act* x = xs + i0;
-            rows8_walk_step<decltype(rc)::value>(row, block_bytes, s.ng, b, &acc[0][i0], kChunk,
+            rows8_walk_step<decltype(rc)::value>(row, block_bytes, s.ng, b, &acc[0][i0], kRows8ActChunk,
                                                  [&](auto gc, const uint8_t* blk, int64_t bb, __m256* a, int as) QD_ROWS8_INLINE {
                                                    block(rc, gc, blk, bb, x, a, as);
                                                  });
@@ -308,7 +300,7 @@ inline void rows8_run_chunked(const Matrix& w, int64_t nb, size_t block_bytes, i
         }
       });
     });
-  }
+  });
 }
 
 // Block b (256 weights) of R Q8_K activation rows with each k-group's 4 bytes broadcast to all 8
