@@ -20,6 +20,15 @@ inline __m256i iq4xs_rows8_scale(const uint8_t* blk, int s) {
   return _mm256_or_si256(_mm256_and_si256(sv, _mm256_set1_epi32(0xFFFF)), _mm256_slli_epi32(sv, 16));
 }
 
+// k-group g (elements 32s + 4g .. + 3) of sub-block s of the 8 rows: the codebook values of the
+// low nibbles of word 4s + g (g < 4), else of the high nibbles of word 4s + g - 4.
+[[gnu::always_inline]] inline __m256i iq4xs_rows8_values(const uint8_t* blk, int s, int g) {
+  const __m256i lut = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i*)quant::kvalues_iq4nl));
+  const __m256i m4 = _mm256_set1_epi8(15);
+  const __m256i wv = _mm256_loadu_si256((const __m256i*)(blk + 80 + 32 * (4 * s + g % 4)));
+  return _mm256_shuffle_epi8(lut, g < 4 ? _mm256_and_si256(wv, m4) : _mm256_and_si256(_mm256_srli_epi16(wv, 4), m4));
+}
+
 // Block b's end, the same in every tile: acc += d * xd * S.
 template <int R>
 [[gnu::always_inline]] inline void iq4xs_rows8_finish(const uint8_t* blk, int64_t b, const ActQ8_K* x,
@@ -35,8 +44,6 @@ template <int R>
 [[gnu::noinline]] void iq4xs_rows8_tile(const Matrix& w, int64_t r0, int64_t r1, const ActQ8_K* x, float* y,
                       int64_t ldy) {
   const int64_t nb = w.cols / 256;
-  const __m256i lut = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i*)quant::kvalues_iq4nl));
-  const __m256i m4 = _mm256_set1_epi8(15);
   const size_t ahead = rows8_prefetch_ahead<R>();
   for (int64_t r = r0; r < r1; r += 8) {
     const uint8_t* group = w.data + (size_t)(r / 8) * (size_t)nb * kIQ4XSRows8Block;
@@ -49,10 +56,8 @@ template <int R>
       for (int j = 0; j < R; j++) isum[j] = _mm256_setzero_si256();
       for (int s = 0; s < 8; s++) {
         const __m256i sc = iq4xs_rows8_scale(blk, s);
-        for (int g = 0; g < 8; g++) {  // elements 32s + 4g + i: low nibbles of word 4s + g (g < 4), else high
-          const __m256i wv = _mm256_loadu_si256((const __m256i*)(blk + 80 + 32 * (4 * s + g % 4)));
-          const __m256i nib = g < 4 ? _mm256_and_si256(wv, m4) : _mm256_and_si256(_mm256_srli_epi16(wv, 4), m4);
-          const __m256i v = _mm256_shuffle_epi8(lut, nib), av = _mm256_sign_epi8(v, v);
+        for (int g = 0; g < 8; g++) {
+          const __m256i v = iq4xs_rows8_values(blk, s, g), av = _mm256_sign_epi8(v, v);
           for (int j = 0; j < R; j++) {
             const __m256i xv = _mm256_sign_epi8(rows8_bcast(x[j].qs + 256 * b + 32 * s + 4 * g), v);
             isum[j] = _mm256_add_epi32(isum[j], _mm256_madd_epi16(_mm256_maddubs_epi16(av, xv), sc));
@@ -71,12 +76,9 @@ template <int R>
 template <int R>
 [[gnu::always_inline]] inline void iq4xs_rows8_tall_half(const uint8_t* blk, int S, int H, __m256i sc,
                                                          const Rows8Bcast<R>& xb, __m256i* isum) {
-  const __m256i lut = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i*)quant::kvalues_iq4nl));
-  const __m256i m4 = _mm256_set1_epi8(15);
   __m256i v[4], av[4];
   for (int c = 0; c < 4; c++) {
-    const __m256i wv = _mm256_loadu_si256((const __m256i*)(blk + 80 + 32 * (4 * S + c)));
-    v[c] = _mm256_shuffle_epi8(lut, H ? _mm256_and_si256(_mm256_srli_epi16(wv, 4), m4) : _mm256_and_si256(wv, m4));
+    v[c] = iq4xs_rows8_values(blk, S, 4 * H + c);
     av[c] = _mm256_sign_epi8(v[c], v[c]);
   }
   for (int j = 0; j < R; j++) {

@@ -30,8 +30,35 @@ inline __m256i q2k_rows8_mins(const uint8_t* blk, int u) {
   return _mm256_srli_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i*)(blk + 32 + 16 * u))), 4);
 }
 
-// Block b's end, the same in every tile: Q3_K's -4 and Q2_K's mins against the activations'
-// 16-sums, then acc += d * xd * (S - 4 O) (Q3_K), or acc += d * xd * S - dmin * xd * M (Q2_K).
+// Where chunk u's values sit (elements 128p + 32f + ..., p = u / 4, f = u % 4): its 2-bit values in
+// the vectors from lo on, at bit 2f of each byte, and Q3_K's hmask bit at bit 4p + f of the hmask
+// vectors; worked out once per chunk, out of the per-k-group unpacking (k23_rows8_value).
+template <bool Q3>
+struct K23Chunk {
+  const uint8_t* lo;
+  const uint8_t* hmask;
+  __m128i lo_shift;
+  int hs;  // hmask bit 4p + f to bit 2: a right shift by hs (a left one if negative)
+
+  K23Chunk(const uint8_t* blk, int u)
+      : lo(blk + (Q3 ? 144 : 160) + 256 * (u / 4)), hmask(blk + 656), lo_shift(_mm_cvtsi32_si128(2 * (u % 4))),
+        hs(4 * (u / 4) + u % 4 - 2) {}
+};
+
+// k-group g (elements 4g .. 4g + 3) of a chunk of the 8 rows: the 2-bit values, with Q3_K's hmask
+// bit as bit 2.
+template <bool Q3>
+[[gnu::always_inline]] inline __m256i k23_rows8_value(const K23Chunk<Q3>& c, int g) {
+  const __m256i lv = _mm256_loadu_si256((const __m256i*)(c.lo + 32 * g));
+  __m256i v = _mm256_and_si256(_mm256_srl_epi16(lv, c.lo_shift), _mm256_set1_epi8(3));
+  if constexpr (Q3) {
+    const __m256i hv = _mm256_loadu_si256((const __m256i*)(c.hmask + 32 * g));
+    const __m256i h = c.hs >= 0 ? _mm256_srl_epi16(hv, _mm_cvtsi32_si128(c.hs)) : _mm256_sll_epi16(hv, _mm_cvtsi32_si128(-c.hs));
+    v = _mm256_or_si256(v, _mm256_and_si256(h, _mm256_set1_epi8(4)));
+  }
+  return v;
+}
+
 template <bool Q3, int R>
 [[gnu::always_inline]] inline void k23_rows8_finish(const uint8_t* blk, int64_t b, const ActQ8_K* x,
                                                     const __m256i* isum, __m256* acc) {
@@ -58,13 +85,7 @@ template <bool Q3, int R>
 [[gnu::noinline]] void k23_rows8_tile(const Matrix& w, int64_t r0, int64_t r1, const ActQ8_K* x, float* y,
                     int64_t ldy) {
   constexpr size_t kBlock = k23_rows8_block<Q3>();
-  constexpr size_t kQs = Q3 ? 144 : 160;
   const int64_t nb = w.cols / 256;
-  const __m256i dup_lo = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13,  //
-                                          0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13);
-  const __m256i dup_hi = _mm256_setr_epi8(2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15,  //
-                                          2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15);
-  const __m256i m3 = _mm256_set1_epi8(3), m4 = _mm256_set1_epi8(4);
   const size_t ahead = rows8_prefetch_ahead<R>();
   for (int64_t r = r0; r < r1; r += 8) {
     const uint8_t* group = w.data + (size_t)(r / 8) * (size_t)nb * kBlock;
@@ -76,24 +97,16 @@ template <bool Q3, int R>
       __m256i isum[R];
       const int8_t* xq[R];
       for (int j = 0; j < R; j++) isum[j] = _mm256_setzero_si256();
-      for (int u = 0; u < 8; u++) {  // elements 128p + 32f + 4g + i, p = u / 4, f = u % 4: groups 2u, 2u + 1
-        const int p = u / 4, f = u % 4;
+      for (int u = 0; u < 8; u++) {  // chunk u: groups 2u, 2u + 1
         const __m256i pair = k23_rows8_scales<Q3>(blk, u);
-        const __m128i lo_shift = _mm_cvtsi32_si128(2 * f);
-        const int hs = 4 * p + f - 2;  // hmask bit 4p + f to bit 2
+        const K23Chunk<Q3> chunk(blk, u);
         for (int j = 0; j < R; j++) xq[j] = x[j].qs + 256 * b + 32 * u;
         for (int half = 0; half < 2; half++) {
-          const __m256i sc = _mm256_shuffle_epi8(pair, half ? dup_hi : dup_lo);
+          const __m256i sc = rows8_pair_half(pair, half);
           __m256i s16[R];
           for (int j = 0; j < R; j++) s16[j] = _mm256_setzero_si256();
           for (int g = 4 * half; g < 4 * half + 4; g++) {
-            const __m256i lv = _mm256_loadu_si256((const __m256i*)(blk + kQs + 32 * (8 * p + g)));
-            __m256i v = _mm256_and_si256(_mm256_srl_epi16(lv, lo_shift), m3);
-            if constexpr (Q3) {
-              const __m256i hv = _mm256_loadu_si256((const __m256i*)(blk + 656 + 32 * g));
-              const __m256i h = hs >= 0 ? _mm256_srl_epi16(hv, _mm_cvtsi32_si128(hs)) : _mm256_sll_epi16(hv, _mm_cvtsi32_si128(-hs));
-              v = _mm256_or_si256(v, _mm256_and_si256(h, m4));
-            }
+            const __m256i v = k23_rows8_value(chunk, g);
             for (int j = 0; j < R; j++) s16[j] = _mm256_add_epi16(s16[j], _mm256_maddubs_epi16(v, rows8_bcast(xq[j] + 4 * g)));
           }
           for (int j = 0; j < R; j++) isum[j] = _mm256_add_epi32(isum[j], _mm256_madd_epi16(s16[j], sc));
@@ -112,27 +125,11 @@ template <bool Q3, int R>
 template <bool Q3, int R>
 [[gnu::always_inline]] inline void k23_rows8_tall_pair(const uint8_t* blk, int u, const Rows8Bcast<R>& xb,
                                                        __m256i* isum) {
-  constexpr size_t kQs = Q3 ? 144 : 160;
-  const __m256i dup_lo = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13,  //
-                                          0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13);
-  const __m256i dup_hi = _mm256_setr_epi8(2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15,  //
-                                          2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15);
-  const __m256i m3 = _mm256_set1_epi8(3), m4 = _mm256_set1_epi8(4);
-  const int p = u / 4, f = u % 4;
   const __m256i pair = k23_rows8_scales<Q3>(blk, u);
-  const __m256i sc[2] = {_mm256_shuffle_epi8(pair, dup_lo), _mm256_shuffle_epi8(pair, dup_hi)};
-  const __m128i lo_shift = _mm_cvtsi32_si128(2 * f);
-  const int hs = 4 * p + f - 2;  // hmask bit 4p + f to bit 2
+  const __m256i sc[2] = {rows8_pair_half(pair, false), rows8_pair_half(pair, true)};
   __m256i v[8];
-  for (int g = 0; g < 8; g++) {
-    const __m256i lv = _mm256_loadu_si256((const __m256i*)(blk + kQs + 32 * (8 * p + g)));
-    v[g] = _mm256_and_si256(_mm256_srl_epi16(lv, lo_shift), m3);
-    if constexpr (Q3) {
-      const __m256i hv = _mm256_loadu_si256((const __m256i*)(blk + 656 + 32 * g));
-      const __m256i h = hs >= 0 ? _mm256_srl_epi16(hv, _mm_cvtsi32_si128(hs)) : _mm256_sll_epi16(hv, _mm_cvtsi32_si128(-hs));
-      v[g] = _mm256_or_si256(v[g], _mm256_and_si256(h, m4));
-    }
-  }
+  const K23Chunk<Q3> chunk(blk, u);
+  for (int g = 0; g < 8; g++) v[g] = k23_rows8_value(chunk, g);
   // chunk u's 32 weights of row j broadcast: xb's sub-block u, k-groups 0-7
   for (int j = 0; j < R; j++) {
     const __m256i* xv = xb.at(u, j);

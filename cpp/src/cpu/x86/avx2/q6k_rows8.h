@@ -42,11 +42,7 @@ namespace {
 template <DotU8S8 D>
 inline __m256i q6k_rows8_scale(__m256i pair, int p) {
   if constexpr (D == DotU8S8::maddubs) {
-    const __m256i dup_lo = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13,  //
-                                            0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13);
-    const __m256i dup_hi = _mm256_setr_epi8(2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15,  //
-                                            2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15);
-    return _mm256_shuffle_epi8(pair, p ? dup_hi : dup_lo);
+    return rows8_pair_half(pair, p);
   } else {
     return p ? _mm256_srai_epi32(pair, 16) : _mm256_srai_epi32(_mm256_slli_epi32(pair, 16), 16);
   }

@@ -56,6 +56,17 @@ inline __m256i rows8_u8_pairs(const uint8_t* p) {
   return _mm256_or_si256(v, _mm256_slli_epi32(v, 16));
 }
 
+// Of 16 int16 lanes holding a pair of scales per row (a, b in each 32-bit lane), the first (hi
+// false) or the second of each duplicated into (a, a) or (b, b): the multiplier of an int16 sum in
+// vpmaddwd, for the types whose scales come in pairs of groups (Q2_K, Q3_K, Q6_K).
+inline __m256i rows8_pair_half(__m256i pair, bool hi) {
+  const __m256i dup_lo = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13,  //
+                                          0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13);
+  const __m256i dup_hi = _mm256_setr_epi8(2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15,  //
+                                          2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15);
+  return _mm256_shuffle_epi8(pair, hi ? dup_hi : dup_lo);
+}
+
 // 8 unsigned scale bytes (one per row) as the multiplier rows8_scaled takes.
 template <DotU8S8 D>
 inline __m256i rows8_u8_scales(const uint8_t* p) {
