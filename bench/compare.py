@@ -5,6 +5,7 @@
     python bench/compare.py --isa avx2            # ours with QD_FORCE_ISA=avx2 against an AVX2-only llama.cpp
     python bench/compare.py --isa avx2_vnni       # the same with AVX-VNNI on both sides (no AVX-512)
     python bench/compare.py --isa avx2 --only spec --reps 3   # generation only, 3 rounds in turn, medians
+    python bench/compare.py --isa avx2 --only decode --decode-turns 8   # plus decode ratios in turns
 
 Measures, for ours and llama.cpp side by side:
   decode tok/s (tg, 128 tokens) and pp512 tok/s for each model;
@@ -12,7 +13,11 @@ Measures, for ours and llama.cpp side by side:
     (Qwen2.5-Coder-1.5B), as a multiple of n = 1; and its decode tok/s after 1000 and 3000 tokens;
   greedy speculative tok/s with the Qwen2.5-Coder 0.5B -> 1.5B pair on code / chat / repetitive
     prompts (ours: Engine with each drafter; llama.cpp: llama-speculative and plain llama-completion);
-  peak RSS of each measuring process (os.wait4).
+  peak RSS of each measuring process (os.wait4);
+  with --decode-turns N, each model's decode again in N rounds of ours and llama.cpp back to back
+    (64 tokens each, the order alternating), each round's ratio labelled with the read bandwidth
+    probed before it: the tg column's two runs lie minutes apart and may meet different phases of
+    this VM's memory (33 against 60 GB/s), which moves a memory-bound decode's ratio by half.
 Every output records the CPU model, the ISA each side ran and the machine's measured read
 bandwidth (and the Qwen 1.5B's decode ceiling it implies; `_core.measure_read_bandwidth`), the
 1.5B's decode as a share of the bandwidth measured just before and after it, and the speculative
@@ -56,6 +61,7 @@ PROMPTS = {
 VERIFY_NS = [1, 2, 3, 4, 6, 8, 12, 16]
 DEPTHS = [1000, 3000]  # decode after this many tokens of context (the verify model): attention's share
 VERIFY_DEPTH = 3000  # and one forward of 8 tokens (a verify batch) after this many
+DECODE_TURN_TOKENS = 64  # tokens per side and round of --decode-turns
 
 
 # ---------------------------------------------------------------- running a measurement process
@@ -164,6 +170,14 @@ def worker(spec: dict) -> dict:
             res["verify_ms"] = {n: 1000 * sorted(ts)[len(ts) // 2] for n, ts in times.items()}
             res["read_GBps_around_verify"].append(read_bandwidth(spec["threads"]))
         return res
+    if kind == "decode":
+        m = quickdraft.Model(models.resolve(spec["model"]), n_ctx=256, threads=spec["threads"])
+        ids = [int(x) for x in np.random.default_rng(0).integers(100, min(m.n_vocab, 30000), 16 + DECODE_TURN_TOKENS)]
+        m.eval_last(ids[:16])  # page the weights in, start the pool, fill a short context
+        t = time.perf_counter()
+        for i in range(16, 16 + DECODE_TURN_TOKENS):
+            m.eval_last(ids[i:i + 1])
+        return {"tok_s": DECODE_TURN_TOKENS / (time.perf_counter() - t)}
     if kind == "spec":
         draft = None if spec["draft"] == "none" else spec["draft"]
         if draft and draft.startswith("hybrid:"):
@@ -251,6 +265,35 @@ def llama_model(bin_dir: Path, key: str, threads: int, verify: bool) -> dict:
         rows, _ = llama_bench(bin_dir, path, threads, "8", "0", ["-d", str(VERIFY_DEPTH), "-r", "2"])
         res["verify8_at_ms"] = rows[0]["avg_ns"] / 1e6
     return res
+
+
+def decode_turns(bin_dir: Path, key: str, threads: int, rounds: int) -> list[dict]:
+    """Our decode and llama.cpp's, back to back in each of `rounds` rounds (the order alternating),
+    each round labelled with the read bandwidth probed just before it."""
+    out = []
+    for r in range(rounds):
+        bw = read_bandwidth(threads)
+        sides = {}
+        for side in (("ours", "llama") if r % 2 == 0 else ("llama", "ours")):
+            if side == "ours":
+                sides[side] = ours({"kind": "decode", "model": key, "threads": threads})["tok_s"]
+            else:
+                rows, _ = llama_bench(bin_dir, models.resolve(key), threads, "0", str(DECODE_TURN_TOKENS), ["-r", "1"])
+                sides[side] = rows[0]["avg_ts"]
+        out.append({"read_GBps": bw, "ours": sides["ours"], "llama": sides["llama"], "ratio": sides["ours"] / sides["llama"]})
+    return out
+
+
+def print_decode_turns(key: str, turns: list[dict]) -> None:
+    """Each round, slowest memory first, then the median ratio of the rounds below and above the
+    probes' median (the memory's two phases on this VM)."""
+    print(f"  {key}: decode in turns, {DECODE_TURN_TOKENS} tokens a side, rounds by the read bandwidth probed before them")
+    for t in sorted(turns, key=lambda t: t["read_GBps"]):
+        print(f"    {t['read_GBps']:5.1f} GB/s  ours {t['ours']:6.1f}  llama.cpp {t['llama']:6.1f} tok/s  {t['ratio']:.2f}x")
+    mid = statistics.median(t["read_GBps"] for t in turns)
+    halves = [[t["ratio"] for t in turns if t["read_GBps"] <= mid], [t["ratio"] for t in turns if t["read_GBps"] > mid]]
+    print(f"    median ratio {statistics.median(t['ratio'] for t in turns):.2f}x; rounds at or below {mid:.1f} GB/s "
+          f"{statistics.median(halves[0]):.2f}x" + (f", above {statistics.median(halves[1]):.2f}x" if halves[1] else ""))
 
 
 def chatml(text: str) -> str:
@@ -365,6 +408,9 @@ def main() -> None:
                     help="speculative section: rounds of every run of a prompt in turn (llama.cpp plain and "
                          "speculative, ours per drafter); cells are medians, the ratios the median of each "
                          "round's own ratio, so that a drift of the machine's speed hits both sides alike")
+    ap.add_argument("--decode-turns", type=int, default=0, metavar="N",
+                    help="decode section: each model's decode again in N rounds of ours and llama.cpp back to "
+                         "back, each round's ratio with the read bandwidth probed before it")
     ap.add_argument("--isa", choices=[k for k in peer.ISA_FLAGS if k], default=None,
                     help="ours with QD_FORCE_ISA=ISA against a llama.cpp built for that ISA only")
     args = ap.parse_args()
@@ -424,6 +470,12 @@ def main() -> None:
                           f"({ov8 * od[VERIFY_DEPTH] / 1000:4.2f}x its decode), llama.cpp {pv8:6.1f} ms "
                           f"({pv8 * p['tg32_at'][VERIFY_DEPTH] / 1000:4.2f}x) ({ratio(pv8, ov8).strip()} faster)")
                 print()
+        if args.decode_turns:
+            print(f"\n## Decode in turns, {t} threads\n")
+            for key in args.models:
+                turns = decode_turns(bin_dir, key, t, args.decode_turns)
+                result["models"][key]["decode_turns"] = turns
+                print_decode_turns(key, turns)
     if args.only in (None, "spec"):
         target, draft = models.DEFAULT_TARGET, models.DEFAULT_DRAFT
         print(f"\n## Greedy generation, {target} (draft {draft}), {args.tokens} tokens, {t} threads (tok/s)\n")
