@@ -4,9 +4,12 @@
 // bytes [4c, 4c + 4) of that row's quantized values (ggml's qs, in its own order):
 //   Q4_0    d[8] f16 | qs: word c of row r at 16 + 32c + 4r                      (c < 4)
 //   Q4_1    d[8] f16 | m[8] f16 | qs: word c of row r at 32 + 32c + 4r            (c < 4)
-//   Q5_0    d[8] f16 | qs as Q4_0 | hb[8][4] at 144: byte i of row r holds, in bit q, the
-//           fifth bit of element 4q + i (q < 8)
-//   Q5_1    d[8] f16 | m[8] f16 | qs as Q4_1 | hb at 160, as Q5_0
+//   Q5_0    d[8] f16 | five planes P0-P4 of the 5-bit values v[k] at 16 + 32p: byte i of row r at
+//           4r + i of P_p holds v[4p + i] in bits 0..4 and, in bits 5..7, three bits of
+//           k-groups 5-7 (element 4q + i, q = 5, 6, 7): P0 / P2 / P4 bits 0..2 of q = 5 / 6 / 7,
+//           P1 bits 3..4 of q = 5 and bit 3 of q = 7, P3 bits 3..4 of q = 6 and bit 4 of q = 7
+//           (so that k-groups 0-4 are one AND each: p5_rows8_values)
+//   Q5_1    d[8] f16 | m[8] f16 | the planes at 32, as Q5_0
 //   Q8_0    d[8] f16 | qs: word c of row r at 16 + 32c + 4r                      (c < 8)
 //   Q4_K    d[8] f16 | dmin[8] f16 | sc[8 sub-blocks][8 rows] u8 | m[8][8] u8 | qs: word c of
 //           row r at 160 + 32c + 4r (c < 32)                                 (1184 bytes)
@@ -72,6 +75,21 @@ bool q32_shape(uint32_t type, Q32Shape* s) {
 
 size_t q32_group_bytes(const Q32Shape& s) { return 8 * (2 * s.halves + s.value_bytes + (s.fifth_bit ? 4 : 0)); }
 
+// The 5-bit types' value planes (the layout above): the 8 values of k-groups 0-7 at one (row, i)
+// position, v[q] = element 4q + i, into the five plane bytes p[0..4], and back.
+void p5_pack(const uint8_t v[8], uint8_t p[5]) {
+  const uint8_t top[5] = {(uint8_t)(v[5] & 7), (uint8_t)((v[5] >> 3) | ((v[7] >> 3) & 1) << 2), (uint8_t)(v[6] & 7),
+                          (uint8_t)((v[6] >> 3) | ((v[7] >> 4) & 1) << 2), (uint8_t)(v[7] & 7)};
+  for (int q = 0; q < 5; q++) p[q] = (uint8_t)(v[q] | top[q] << 5);
+}
+
+void p5_unpack(const uint8_t p[5], uint8_t v[8]) {
+  for (int q = 0; q < 5; q++) v[q] = p[q] & 31;
+  v[5] = (uint8_t)((p[0] >> 5) | ((p[1] >> 5) & 3) << 3);
+  v[6] = (uint8_t)((p[2] >> 5) | ((p[3] >> 5) & 3) << 3);
+  v[7] = (uint8_t)((p[4] >> 5) | (p[1] >> 7) << 3 | (p[3] >> 7) << 4);
+}
+
 // GGUF block fields of the 32-element types: the f16 halves first, then qh (Q5), then qs.
 void q32_pack_block(const Q32Shape& s, const uint8_t* const src[8], uint8_t* dst) {
   for (int r = 0; r < 8; r++) {
@@ -80,16 +98,20 @@ void q32_pack_block(const Q32Shape& s, const uint8_t* const src[8], uint8_t* dst
     if (s.halves == 2) std::memcpy(dst + 16 + 2 * r, b + 2, 2);       // m
     const uint8_t* qs = b + 2 * s.halves + (s.fifth_bit ? 4 : 0);
     uint8_t* plane = dst + 16 * s.halves;
-    for (int c = 0; c < s.value_bytes / 4; c++) std::memcpy(plane + 32 * c + 4 * r, qs + 4 * c, 4);
-    if (s.fifth_bit) {
-      uint32_t qh;
-      std::memcpy(&qh, b + 2 * s.halves, 4);
-      uint8_t* hb = plane + 8 * s.value_bytes + 4 * r;
-      for (int i = 0; i < 4; i++) {
-        uint8_t v = 0;
-        for (int q = 0; q < 8; q++) v |= (uint8_t)(((qh >> (4 * q + i)) & 1) << q);
-        hb[i] = v;
+    if (!s.fifth_bit) {
+      for (int c = 0; c < s.value_bytes / 4; c++) std::memcpy(plane + 32 * c + 4 * r, qs + 4 * c, 4);
+      continue;
+    }
+    uint32_t qh;
+    std::memcpy(&qh, b + 2 * s.halves, 4);
+    for (int i = 0; i < 4; i++) {
+      uint8_t v[8], p[5];
+      for (int q = 0; q < 8; q++) {  // element 4q + i: a low nibble of qs below 16, a high one above
+        const int k = 4 * q + i;
+        v[q] = (uint8_t)((k < 16 ? qs[k] & 15 : qs[k - 16] >> 4) | ((qh >> k) & 1) << 4);
       }
+      p5_pack(v, p);
+      for (int q = 0; q < 5; q++) plane[32 * q + 4 * r + i] = p[q];
     }
   }
 }
@@ -99,15 +121,23 @@ void q32_unpack_block(const Q32Shape& s, const uint8_t* src, int r, uint8_t* b) 
   if (s.halves == 2) std::memcpy(b + 2, src + 16 + 2 * r, 2);
   uint8_t* qs = b + 2 * s.halves + (s.fifth_bit ? 4 : 0);
   const uint8_t* plane = src + 16 * s.halves;
-  for (int c = 0; c < s.value_bytes / 4; c++) std::memcpy(qs + 4 * c, plane + 32 * c + 4 * r, 4);
-  if (s.fifth_bit) {
-    const uint8_t* hb = plane + 8 * s.value_bytes + 4 * r;
-    uint32_t qh = 0;
-    for (int i = 0; i < 4; i++) {
-      for (int q = 0; q < 8; q++) qh |= (uint32_t)((hb[i] >> q) & 1) << (4 * q + i);
-    }
-    std::memcpy(b + 2 * s.halves, &qh, 4);
+  if (!s.fifth_bit) {
+    for (int c = 0; c < s.value_bytes / 4; c++) std::memcpy(qs + 4 * c, plane + 32 * c + 4 * r, 4);
+    return;
   }
+  uint32_t qh = 0;
+  std::memset(qs, 0, 16);
+  for (int i = 0; i < 4; i++) {
+    uint8_t p[5], v[8];
+    for (int q = 0; q < 5; q++) p[q] = plane[32 * q + 4 * r + i];
+    p5_unpack(p, v);
+    for (int q = 0; q < 8; q++) {
+      const int k = 4 * q + i;
+      qs[k % 16] |= (uint8_t)((v[q] & 15) << (k < 16 ? 0 : 4));
+      qh |= (uint32_t)(v[q] >> 4) << k;
+    }
+  }
+  std::memcpy(b + 2 * s.halves, &qh, 4);
 }
 
 // ---- Q4_K ----

@@ -22,6 +22,23 @@ constexpr size_t q32_rows8_block() {
   return 8 * (2 * F::kHalves + F::kValueBytes + (F::kFifth ? 4 : 0));
 }
 
+// k-group C of rows 0-3 (Half 0) or 4-7 (Half 1) of the 5-bit types' planes (cpu/repack.cpp):
+// k-groups 0-4 the low 5 bits of plane C; 5 and 6 the top 3 bits of P0 / P2 and bits 5..6 of P1 /
+// P3 above them; 7 the top 3 bits of P4, then bit 7 of P1 and of P3.
+template <int C, int Half>
+inline uint8x16_t p5_rows8_values(const uint8_t* plane) {
+  const auto at = [&](int p) { return vld1q_u8(plane + 32 * p + 16 * Half); };
+  if constexpr (C < 5) {
+    return vandq_u8(at(C), vdupq_n_u8(31));
+  } else if constexpr (C < 7) {
+    constexpr int p = 2 * (C - 5);
+    return vorrq_u8(vshrq_n_u8(at(p), 5), vandq_u8(vshrq_n_u8(at(p + 1), 2), vdupq_n_u8(0x18)));
+  } else {
+    return vorrq_u8(vshrq_n_u8(at(4), 5), vorrq_u8(vandq_u8(vshrq_n_u8(at(1), 4), vdupq_n_u8(0x08)),
+                                                   vandq_u8(vshrq_n_u8(at(3), 3), vdupq_n_u8(0x10))));
+  }
+}
+
 // k-group C (elements 4C .. 4C + 3) of rows 0-3 (Half 0) or 4-7 (Half 1): unsigned values (signed
 // for Q8_0). Nibble types: the low nibbles of word C % 4 for C < 4, the high nibbles for C >= 4.
 template <class F, int C, int Half>
@@ -29,20 +46,11 @@ inline int8x16_t q32_rows8_values(const uint8_t* blk) {
   const uint8_t* plane = blk + 16 * F::kHalves;
   if constexpr (F::kValueBytes == 32) {
     return vld1q_s8((const int8_t*)plane + 32 * C + 16 * Half);
+  } else if constexpr (F::kFifth) {
+    return vreinterpretq_s8_u8(p5_rows8_values<C, Half>(plane));
   } else {
     const uint8x16_t wv = vld1q_u8(plane + 32 * (C % 4) + 16 * Half);
-    uint8x16_t v = C < 4 ? vandq_u8(wv, vdupq_n_u8(15)) : vshrq_n_u8(wv, 4);
-    if constexpr (F::kFifth) {
-      const uint8x16_t hb = vld1q_u8(plane + 128 + 16 * Half);  // bit C of each byte: element 4C + i
-      uint8x16_t h;
-      if constexpr (C <= 4) {
-        h = vshlq_n_u8(hb, 4 - C);
-      } else {
-        h = vshrq_n_u8(hb, C - 4);
-      }
-      v = vorrq_u8(v, vandq_u8(h, vdupq_n_u8(0x10)));
-    }
-    return vreinterpretq_s8_u8(v);
+    return vreinterpretq_s8_u8(C < 4 ? vandq_u8(wv, vdupq_n_u8(15)) : vshrq_n_u8(wv, 4));
   }
 }
 
