@@ -75,12 +75,15 @@ bool q32_shape(uint32_t type, Q32Shape* s) {
 
 size_t q32_group_bytes(const Q32Shape& s) { return 8 * (2 * s.halves + s.value_bytes + (s.fifth_bit ? 4 : 0)); }
 
-// The 5-bit types' value planes (the layout above): the 8 values of k-groups 0-7 at one (row, i)
-// position, v[q] = element 4q + i, into the five plane bytes p[0..4], and back.
-void p5_pack(const uint8_t v[8], uint8_t p[5]) {
-  const uint8_t top[5] = {(uint8_t)(v[5] & 7), (uint8_t)((v[5] >> 3) | ((v[7] >> 3) & 1) << 2), (uint8_t)(v[6] & 7),
-                          (uint8_t)((v[6] >> 3) | ((v[7] >> 4) & 1) << 2), (uint8_t)(v[7] & 7)};
-  for (int q = 0; q < 5; q++) p[q] = (uint8_t)(v[q] | top[q] << 5);
+// The 5-bit types' value planes (the layout above). p5_pack: the values of k-groups 0-7 of one
+// row, v[q] holding elements 4q .. 4q + 3 one per byte, into the row's words of the five planes
+// p[0..4], byte by byte in 32-bit words. p5_unpack: the five plane bytes of one element position
+// back into its 8 values.
+void p5_pack(const uint32_t v[8], uint32_t p[5]) {
+  constexpr uint32_t k1 = 0x01010101u, k3 = 0x03030303u, k7 = 0x07070707u;
+  const uint32_t top[5] = {v[5] & k7, ((v[5] >> 3) & k3) | ((v[7] >> 3) & k1) << 2, v[6] & k7,
+                           ((v[6] >> 3) & k3) | ((v[7] >> 4) & k1) << 2, v[7] & k7};
+  for (int q = 0; q < 5; q++) p[q] = v[q] | top[q] << 5;
 }
 
 void p5_unpack(const uint8_t p[5], uint8_t v[8]) {
@@ -102,17 +105,18 @@ void q32_pack_block(const Q32Shape& s, const uint8_t* const src[8], uint8_t* dst
       for (int c = 0; c < s.value_bytes / 4; c++) std::memcpy(plane + 32 * c + 4 * r, qs + 4 * c, 4);
       continue;
     }
-    uint32_t qh;
+    uint32_t qh, v[8], p[5];
     std::memcpy(&qh, b + 2 * s.halves, 4);
-    for (int i = 0; i < 4; i++) {
-      uint8_t v[8], p[5];
-      for (int q = 0; q < 8; q++) {  // element 4q + i: a low nibble of qs below 16, a high one above
-        const int k = 4 * q + i;
-        v[q] = (uint8_t)((k < 16 ? qs[k] & 15 : qs[k - 16] >> 4) | ((qh >> k) & 1) << 4);
-      }
-      p5_pack(v, p);
-      for (int q = 0; q < 5; q++) plane[32 * q + 4 * r + i] = p[q];
+    for (int q = 0; q < 8; q++) {  // elements 4q .. 4q + 3: low nibbles of qs below 16, high ones above
+      uint32_t w;
+      std::memcpy(&w, qs + 4 * (q % 4), 4);
+      // their 4 fifth bits spread to bit 4 of each byte: bit i of h to bit 8i (the product's shifted
+      // copies of h do not overlap: no carries)
+      const uint32_t h = (qh >> 4 * q) & 15;
+      v[q] = ((q < 4 ? w : w >> 4) & 0x0F0F0F0Fu) | ((h * 0x00204081u) & 0x01010101u) << 4;
     }
+    p5_pack(v, p);
+    for (int q = 0; q < 5; q++) std::memcpy(plane + 32 * q + 4 * r, &p[q], 4);
   }
 }
 
