@@ -270,17 +270,14 @@ def llama_model(bin_dir: Path, key: str, threads: int, verify: bool) -> dict:
 def decode_turns(bin_dir: Path, key: str, threads: int, rounds: int) -> list[dict]:
     """Our decode and llama.cpp's, back to back in each of `rounds` rounds (the order alternating),
     each round labelled with the read bandwidth probed just before it."""
+    run = {"ours": lambda: ours({"kind": "decode", "model": key, "threads": threads})["tok_s"],
+           "llama": lambda: llama_bench(bin_dir, models.resolve(key), threads, "0", str(DECODE_TURN_TOKENS),
+                                        ["-r", "1"])[0][0]["avg_ts"]}
     out = []
     for r in range(rounds):
         bw = read_bandwidth(threads)
-        sides = {}
-        for side in (("ours", "llama") if r % 2 == 0 else ("llama", "ours")):
-            if side == "ours":
-                sides[side] = ours({"kind": "decode", "model": key, "threads": threads})["tok_s"]
-            else:
-                rows, _ = llama_bench(bin_dir, models.resolve(key), threads, "0", str(DECODE_TURN_TOKENS), ["-r", "1"])
-                sides[side] = rows[0]["avg_ts"]
-        out.append({"read_GBps": bw, "ours": sides["ours"], "llama": sides["llama"], "ratio": sides["ours"] / sides["llama"]})
+        tok_s = {side: run[side]() for side in (("ours", "llama") if r % 2 == 0 else ("llama", "ours"))}
+        out.append({"read_GBps": bw, **tok_s, "ratio": tok_s["ours"] / tok_s["llama"]})
     return out
 
 

@@ -75,22 +75,24 @@ bool q32_shape(uint32_t type, Q32Shape* s) {
 
 size_t q32_group_bytes(const Q32Shape& s) { return 8 * (2 * s.halves + s.value_bytes + (s.fifth_bit ? 4 : 0)); }
 
-// The 5-bit types' value planes (the layout above). p5_pack: the values of k-groups 0-7 of one
-// row, v[q] holding elements 4q .. 4q + 3 one per byte, into the row's words of the five planes
-// p[0..4], byte by byte in 32-bit words. p5_unpack: the five plane bytes of one element position
-// back into its 8 values.
+// The 5-bit types' value planes (the layout above), one row at a time, byte by byte in 32-bit
+// words: v[q] holds the values of k-group q (elements 4q .. 4q + 3, one per byte), p[0..4] the
+// row's words of the five planes. Shifts cross bytes; each mask keeps a byte's own bits.
+constexpr uint32_t kP5Bytes1 = 0x01010101u, kP5Bytes3 = 0x03030303u, kP5Bytes7 = 0x07070707u,
+                   kP5Bytes31 = 0x1F1F1F1Fu;
+
 void p5_pack(const uint32_t v[8], uint32_t p[5]) {
-  constexpr uint32_t k1 = 0x01010101u, k3 = 0x03030303u, k7 = 0x07070707u;
-  const uint32_t top[5] = {v[5] & k7, ((v[5] >> 3) & k3) | ((v[7] >> 3) & k1) << 2, v[6] & k7,
-                           ((v[6] >> 3) & k3) | ((v[7] >> 4) & k1) << 2, v[7] & k7};
+  const uint32_t top[5] = {v[5] & kP5Bytes7, ((v[5] >> 3) & kP5Bytes3) | ((v[7] >> 3) & kP5Bytes1) << 2,
+                           v[6] & kP5Bytes7, ((v[6] >> 3) & kP5Bytes3) | ((v[7] >> 4) & kP5Bytes1) << 2,
+                           v[7] & kP5Bytes7};
   for (int q = 0; q < 5; q++) p[q] = v[q] | top[q] << 5;
 }
 
-void p5_unpack(const uint8_t p[5], uint8_t v[8]) {
-  for (int q = 0; q < 5; q++) v[q] = p[q] & 31;
-  v[5] = (uint8_t)((p[0] >> 5) | ((p[1] >> 5) & 3) << 3);
-  v[6] = (uint8_t)((p[2] >> 5) | ((p[3] >> 5) & 3) << 3);
-  v[7] = (uint8_t)((p[4] >> 5) | (p[1] >> 7) << 3 | (p[3] >> 7) << 4);
+void p5_unpack(const uint32_t p[5], uint32_t v[8]) {
+  for (int q = 0; q < 5; q++) v[q] = p[q] & kP5Bytes31;
+  v[5] = ((p[0] >> 5) & kP5Bytes7) | ((p[1] >> 2) & (kP5Bytes3 << 3));
+  v[6] = ((p[2] >> 5) & kP5Bytes7) | ((p[3] >> 2) & (kP5Bytes3 << 3));
+  v[7] = ((p[4] >> 5) & kP5Bytes7) | ((p[1] >> 4) & (kP5Bytes1 << 3)) | ((p[3] >> 3) & (kP5Bytes1 << 4));
 }
 
 // GGUF block fields of the 32-element types: the f16 halves first, then qh (Q5), then qs.
@@ -113,7 +115,7 @@ void q32_pack_block(const Q32Shape& s, const uint8_t* const src[8], uint8_t* dst
       // their 4 fifth bits spread to bit 4 of each byte: bit i of h to bit 8i (the product's shifted
       // copies of h do not overlap: no carries)
       const uint32_t h = (qh >> 4 * q) & 15;
-      v[q] = ((q < 4 ? w : w >> 4) & 0x0F0F0F0Fu) | ((h * 0x00204081u) & 0x01010101u) << 4;
+      v[q] = ((q < 4 ? w : w >> 4) & 0x0F0F0F0Fu) | ((h * 0x00204081u) & kP5Bytes1) << 4;
     }
     p5_pack(v, p);
     for (int q = 0; q < 5; q++) std::memcpy(plane + 32 * q + 4 * r, &p[q], 4);
@@ -129,17 +131,17 @@ void q32_unpack_block(const Q32Shape& s, const uint8_t* src, int r, uint8_t* b) 
     for (int c = 0; c < s.value_bytes / 4; c++) std::memcpy(qs + 4 * c, plane + 32 * c + 4 * r, 4);
     return;
   }
-  uint32_t qh = 0;
-  std::memset(qs, 0, 16);
-  for (int i = 0; i < 4; i++) {
-    uint8_t p[5], v[8];
-    for (int q = 0; q < 5; q++) p[q] = plane[32 * q + 4 * r + i];
-    p5_unpack(p, v);
-    for (int q = 0; q < 8; q++) {
-      const int k = 4 * q + i;
-      qs[k % 16] |= (uint8_t)((v[q] & 15) << (k < 16 ? 0 : 4));
-      qh |= (uint32_t)(v[q] >> 4) << k;
-    }
+  uint32_t qh = 0, v[8], p[5];
+  for (int q = 0; q < 5; q++) std::memcpy(&p[q], plane + 32 * q + 4 * r, 4);
+  p5_unpack(p, v);
+  for (int q = 0; q < 8; q++) {
+    // bit 4 of each byte gathered into 4 bits, byte i's to bit 24 + i (the inverse of q32_pack_block's
+    // spread; again no two of the product's terms meet)
+    qh |= ((((v[q] >> 4) & kP5Bytes1) * 0x01020408u) >> 24 & 15) << 4 * q;
+  }
+  for (int c = 0; c < 4; c++) {
+    const uint32_t w = (v[c] & 0x0F0F0F0Fu) | (v[c + 4] & 0x0F0F0F0Fu) << 4;
+    std::memcpy(qs + 4 * c, &w, 4);
   }
   std::memcpy(b + 2 * s.halves, &qh, 4);
 }
