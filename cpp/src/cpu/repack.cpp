@@ -22,7 +22,9 @@
 //                                                                             (1696 bytes)
 // where e[k] in [0, 64) is element k's 6-bit value (w = d * sc[k / 16] * (e[k] - 32)).
 //   IQ4_NL  d[8] f16 | qs as Q4_0
-//   Q5_K    as Q4_K | qh: word g of row r at 1184 + 32g + 4r (g < 8)             (1440 bytes)
+//   Q5_K    Q4_K's d, dmin, sc and m (160 bytes) | sub-block s's 5-bit values (elements 32s ..
+//           32s + 31) at 160 + 160s in five planes, as Q5_0's: k-group q of the sub-block in
+//           the place of Q5_0's k-group q                                       (1440 bytes)
 //   Q3_K    d[8] f16 | sc[8 pairs u][8 rows][2] i8 (signed scales 2u, 2u + 1) | qs: word c of
 //           row r at 144 + 32c + 4r (c < 16) | hmask: word g of row r at 656 + 32g + 4r (912)
 //   Q2_K    d[8] f16 | dmin[8] f16 | scales[8 pairs u][8 rows][2] (bytes 2u, 2u + 1 of the row's
@@ -170,24 +172,19 @@ void q4k_pack_scales(const uint8_t sc[8], const uint8_t m[8], uint8_t* q) {
   }
 }
 
-void q4k_pack_block(const uint8_t* const src[8], uint8_t* dst) {
-  for (int r = 0; r < 8; r++) {
-    quant::block_q4_K b;
-    std::memcpy(&b, src[r], sizeof b);
-    std::memcpy(dst + 2 * r, &b.d, 2);
-    std::memcpy(dst + 16 + 2 * r, &b.dmin, 2);
-    uint8_t sc[8], m[8];
-    q4k_scales(b.scales, sc, m);
-    for (int s = 0; s < 8; s++) {
-      dst[32 + 8 * s + r] = sc[s];
-      dst[96 + 8 * s + r] = m[s];
-    }
-    for (int c = 0; c < 32; c++) std::memcpy(dst + 160 + 32 * c + 4 * r, b.qs + 4 * c, 4);
+// Row r's d, dmin, scales and mins (the first 160 bytes of Q4_K's and Q5_K's groups).
+void q4k_pack_header(const quant::block_q4_K& b, int r, uint8_t* dst) {
+  std::memcpy(dst + 2 * r, &b.d, 2);
+  std::memcpy(dst + 16 + 2 * r, &b.dmin, 2);
+  uint8_t sc[8], m[8];
+  q4k_scales(b.scales, sc, m);
+  for (int s = 0; s < 8; s++) {
+    dst[32 + 8 * s + r] = sc[s];
+    dst[96 + 8 * s + r] = m[s];
   }
 }
 
-void q4k_unpack_block(const uint8_t* src, int r, uint8_t* out) {
-  quant::block_q4_K b;
+void q4k_unpack_header(const uint8_t* src, int r, quant::block_q4_K& b) {
   std::memcpy(&b.d, src + 2 * r, 2);
   std::memcpy(&b.dmin, src + 16 + 2 * r, 2);
   uint8_t sc[8], m[8];
@@ -196,6 +193,20 @@ void q4k_unpack_block(const uint8_t* src, int r, uint8_t* out) {
     m[s] = src[96 + 8 * s + r];
   }
   q4k_pack_scales(sc, m, b.scales);
+}
+
+void q4k_pack_block(const uint8_t* const src[8], uint8_t* dst) {
+  for (int r = 0; r < 8; r++) {
+    quant::block_q4_K b;
+    std::memcpy(&b, src[r], sizeof b);
+    q4k_pack_header(b, r, dst);
+    for (int c = 0; c < 32; c++) std::memcpy(dst + 160 + 32 * c + 4 * r, b.qs + 4 * c, 4);
+  }
+}
+
+void q4k_unpack_block(const uint8_t* src, int r, uint8_t* out) {
+  quant::block_q4_K b;
+  q4k_unpack_header(src, r, b);
   for (int c = 0; c < 32; c++) std::memcpy(b.qs + 4 * c, src + 160 + 32 * c + 4 * r, 4);
   std::memcpy(out, &b, sizeof b);
 }
@@ -286,42 +297,54 @@ void gather_words(const uint8_t* src, int n_words, int r, uint8_t* dst) {
   for (int c = 0; c < n_words; c++) std::memcpy(dst + 4 * c, src + 32 * c + 4 * r, 4);
 }
 
-// ---- Q5_K: Q4_K's fields, plus qh ----
+// ---- Q5_K: Q4_K's header, the values in Q5_0's planes ----
 
 constexpr size_t kQ5KGroup = 1440;
 
-// Q5_K's d, dmin, scales and qs are Q4_K's block: packed as Q4_K's, then qh.
-quant::block_q4_K q4k_part(const quant::block_q5_K& b) {
-  quant::block_q4_K q;
-  q.d = b.d;
-  q.dmin = b.dmin;
-  std::memcpy(q.scales, b.scales, sizeof q.scales);
-  std::memcpy(q.qs, b.qs, sizeof q.qs);
-  return q;
-}
-
+// Sub-block s's k-group q (elements 32s + 4q .. + 3) is ggml's qs word 8 (s / 2) + q, its low
+// nibbles for even s and high ones for odd, with bit s of each byte of qh's word q as bit 4.
 void q5k_pack_block(const uint8_t* const src[8], uint8_t* dst) {
-  quant::block_q4_K q4[8];
-  const uint8_t* q4_src[8];
   for (int r = 0; r < 8; r++) {
     quant::block_q5_K b;
     std::memcpy(&b, src[r], sizeof b);
-    q4[r] = q4k_part(b);
-    q4_src[r] = (const uint8_t*)&q4[r];
-    interleave_words(b.qh, 8, r, dst + 1184);
+    quant::block_q4_K h;
+    h.d = b.d;
+    h.dmin = b.dmin;
+    std::memcpy(h.scales, b.scales, sizeof h.scales);
+    q4k_pack_header(h, r, dst);
+    for (int s = 0; s < 8; s++) {
+      uint32_t v[8], p[5];
+      for (int q = 0; q < 8; q++) {
+        uint32_t w, qh;
+        std::memcpy(&w, b.qs + 32 * (s / 2) + 4 * q, 4);
+        std::memcpy(&qh, b.qh + 4 * q, 4);
+        v[q] = ((s & 1 ? w >> 4 : w) & 0x0F0F0F0Fu) | ((qh >> s) & kP5Bytes1) << 4;
+      }
+      p5_pack(v, p);
+      for (int q = 0; q < 5; q++) std::memcpy(dst + 160 + 160 * s + 32 * q + 4 * r, &p[q], 4);
+    }
   }
-  q4k_pack_block(q4_src, dst);
 }
 
 void q5k_unpack_block(const uint8_t* src, int r, uint8_t* out) {
-  quant::block_q4_K q;
-  q4k_unpack_block(src, r, (uint8_t*)&q);
+  quant::block_q4_K h;
+  q4k_unpack_header(src, r, h);
   quant::block_q5_K b;
-  b.d = q.d;
-  b.dmin = q.dmin;
-  std::memcpy(b.scales, q.scales, sizeof b.scales);
-  std::memcpy(b.qs, q.qs, sizeof b.qs);
-  gather_words(src + 1184, 8, r, b.qh);
+  b.d = h.d;
+  b.dmin = h.dmin;
+  std::memcpy(b.scales, h.scales, sizeof b.scales);
+  uint32_t qs[32] = {}, qh[8] = {};
+  for (int s = 0; s < 8; s++) {
+    uint32_t v[8], p[5];
+    for (int q = 0; q < 5; q++) std::memcpy(&p[q], src + 160 + 160 * s + 32 * q + 4 * r, 4);
+    p5_unpack(p, v);
+    for (int q = 0; q < 8; q++) {
+      qs[8 * (s / 2) + q] |= (v[q] & 0x0F0F0F0Fu) << (s & 1 ? 4 : 0);
+      qh[q] |= ((v[q] >> 4) & kP5Bytes1) << s;
+    }
+  }
+  std::memcpy(b.qs, qs, sizeof b.qs);
+  std::memcpy(b.qh, qh, sizeof b.qh);
   std::memcpy(out, &b, sizeof b);
 }
 

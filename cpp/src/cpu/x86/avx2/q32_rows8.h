@@ -36,30 +36,6 @@ constexpr size_t q32_rows8_block() {
   return 8 * (2 * F::kHalves + F::kValueBytes + (F::kFifth ? 4 : 0));
 }
 
-// Bits [lo, lo + n) of each byte of the plane at p, moved to bit `to` (a 16-bit shift, then the
-// mask: bits shifted in from the neighbouring byte fall outside it).
-template <int kLo, int kN, int kTo>
-inline __m256i p5_rows8_field(const uint8_t* p) {
-  const __m256i x = _mm256_loadu_si256((const __m256i*)p);
-  const __m256i s = kLo >= kTo ? _mm256_srli_epi16(x, kLo - kTo) : _mm256_slli_epi16(x, kTo - kLo);
-  return _mm256_and_si256(s, _mm256_set1_epi8((char)(((1 << kN) - 1) << kTo)));
-}
-
-// k-group C of the 5-bit types' planes (cpu/repack.cpp): k-groups 0-4 one AND each, 5 and 6 two
-// fields, 7 three: 23 vector operations for the 8 (the former nibble and fifth-bit planes took 35).
-template <int C>
-inline __m256i p5_rows8_values(const uint8_t* plane) {
-  if constexpr (C < 5) {
-    return p5_rows8_field<0, 5, 0>(plane + 32 * C);
-  } else if constexpr (C < 7) {
-    const uint8_t* p = plane + 64 * (C - 5);  // P0 and P1, or P2 and P3
-    return _mm256_or_si256(p5_rows8_field<5, 3, 0>(p), p5_rows8_field<5, 2, 3>(p + 32));
-  } else {
-    return _mm256_or_si256(p5_rows8_field<5, 3, 0>(plane + 128),
-                           _mm256_or_si256(p5_rows8_field<7, 1, 3>(plane + 32), p5_rows8_field<7, 1, 4>(plane + 96)));
-  }
-}
-
 // k-group c (elements 4c .. 4c + 3) of the 8 rows: unsigned values (signed for Q8_0).
 template <class F, int C>
 inline __m256i q32_rows8_values(const uint8_t* blk) {

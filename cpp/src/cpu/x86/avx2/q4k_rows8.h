@@ -1,4 +1,6 @@
 // Q4_K and Q5_K weights in the rows8 layout (cpu/repack.cpp) against Q8_K activations, AVX2.
+// Q5_K's values are each sub-block's five 5-bit planes (p5_rows8_values, as Q5_0's), the rest
+// Q4_K's.
 //
 // Per block (256 weights) and activation row: for each sub-block s of 32, the 8 k-groups'
 // vpmaddubsw products summed in int16 (at most 16 products of 15 * 127 per lane: no overflow),
@@ -13,34 +15,39 @@
 namespace qd::cpu {
 namespace {
 
-// Q5 = false: Q4_K (1184-byte blocks); true: Q5_K (qh plane at 1184, 1440-byte blocks).
+// Q5 = false: Q4_K (1184-byte blocks); true: Q5_K (1440-byte blocks).
 template <bool Q5>
 constexpr size_t k4k_rows8_block() {
   return Q5 ? 1440 : 1184;
 }
 
-// Vector g of sub-block s unpacked: the low or high nibbles of the vector at qv, plus for Q5_K
-// bit s of the qh vector, as bit 4.
-template <bool High, bool Q5>
-inline __m256i q4k_rows8_value(const uint8_t* qv, const uint8_t* qh, int s, int g) {
-  const __m256i m4 = _mm256_set1_epi8(15);
-  const __m256i wv = _mm256_loadu_si256((const __m256i*)(qv + 32 * g));
-  __m256i v = High ? _mm256_and_si256(_mm256_srli_epi16(wv, 4), m4) : _mm256_and_si256(wv, m4);
-  if constexpr (Q5) {
-    const __m256i hb = _mm256_loadu_si256((const __m256i*)(qh + 32 * g));
-    const __m256i h = s <= 4 ? _mm256_sll_epi16(hb, _mm_cvtsi32_si128(4 - s)) : _mm256_srl_epi16(hb, _mm_cvtsi32_si128(s - 4));
-    v = _mm256_or_si256(v, _mm256_and_si256(h, _mm256_set1_epi8(0x10)));
-  }
-  return v;
+// Where sub-block s's values start: Q4_K's nibble vectors (low nibbles the even sub-block, high
+// the odd), Q5_K's five planes of the sub-block alone (p5_rows8_values).
+template <bool Q5>
+inline const uint8_t* q4k_rows8_values_at(const uint8_t* blk, int s) {
+  return Q5 ? blk + 160 + 160 * s : blk + 160 + 256 * (s / 2);
 }
 
-// k-groups [g0, g0 + n) of sub-block s of G row groups (group i's vectors at qv + i * gb, its
-// qh plane at qh + i * gb) against R activation rows (at xq[j]): their sums (rows8_dot) into
+// Vector g of a sub-block (its values at qv) unpacked: the low or high nibbles, or Q5_K's 5-bit
+// values from their planes (High unused).
+template <bool High, bool Q5>
+[[gnu::always_inline]] inline __m256i q4k_rows8_value(const uint8_t* qv, int g) {
+  if constexpr (Q5) {
+    return p5_rows8_value(qv, g);
+  } else {
+    const __m256i m4 = _mm256_set1_epi8(15);
+    const __m256i wv = _mm256_loadu_si256((const __m256i*)(qv + 32 * g));
+    return High ? _mm256_and_si256(_mm256_srli_epi16(wv, 4), m4) : _mm256_and_si256(wv, m4);
+  }
+}
+
+// k-groups [g0, g0 + n) of a sub-block of G row groups (group i's values at qv + i * gb) against
+// R activation rows (at xq[j]): their sums (rows8_dot) into
 // s16[j][i] (set by the first group, added by the others). Each activation row's broadcast serves
 // the G groups.
 template <DotU8S8 D, int R, int G, bool High, bool Q5>
-inline void q4k_rows8_part(const uint8_t* qv, const uint8_t* qh, size_t gb, int s, int g0, int n,
-                           const int8_t* const* xq, __m256i (*s16)[G]) {
+inline void q4k_rows8_part(const uint8_t* qv, size_t gb, int g0, int n, const int8_t* const* xq,
+                           __m256i (*s16)[G]) {
   if constexpr (R * G < 4) {
     // Two chains per row and row group, even and odd k-groups, joined at the end, where there would
     // be fewer than 4 (one row; two rows of one group): one chain of dependent int16 adds bounds a
@@ -52,8 +59,8 @@ inline void q4k_rows8_part(const uint8_t* qv, const uint8_t* qh, size_t gb, int 
     for (int g = g0; g < g0 + n; g += 2) {
       __m256i v[G], u[G];
       for (int i = 0; i < G; i++) {
-        v[i] = q4k_rows8_value<High, Q5>(qv + i * gb, qh + i * gb, s, g);
-        u[i] = q4k_rows8_value<High, Q5>(qv + i * gb, qh + i * gb, s, g + 1);
+        v[i] = q4k_rows8_value<High, Q5>(qv + i * gb, g);
+        u[i] = q4k_rows8_value<High, Q5>(qv + i * gb, g + 1);
       }
       for (int j = 0; j < R; j++) {
         const __m256i xa = rows8_bcast(xq[j] + 4 * g), xb = rows8_bcast(xq[j] + 4 * (g + 1));
@@ -73,7 +80,7 @@ inline void q4k_rows8_part(const uint8_t* qv, const uint8_t* qh, size_t gb, int 
 #pragma GCC unroll 8
   for (int g = g0; g < g0 + n; g++) {
     __m256i v[G];
-    for (int i = 0; i < G; i++) v[i] = q4k_rows8_value<High, Q5>(qv + i * gb, qh + i * gb, s, g);
+    for (int i = 0; i < G; i++) v[i] = q4k_rows8_value<High, Q5>(qv + i * gb, g);
     for (int j = 0; j < R; j++) {
       const __m256i xa = rows8_bcast(xq[j] + 4 * g);
       for (int i = 0; i < G; i++) {
@@ -90,13 +97,12 @@ inline void q4k_rows8_part(const uint8_t* qv, const uint8_t* qh, size_t gb, int 
 // hold those sums for more, and its taller tiles take q4k_rows8_tall_block instead.
 template <DotU8S8 D, int R, int G, bool High, bool Q5>
 inline void q4k_rows8_sub(const uint8_t* blk, size_t gb, int s, const int8_t* const* xq, __m256i (*isum)[G]) {
-  const uint8_t* qv = blk + 160 + 256 * (s / 2);
-  const uint8_t* qh = blk + 1184;
+  const uint8_t* qv = q4k_rows8_values_at<Q5>(blk, s);
   // Q5_K's int16 sums hold 4 groups (16 products of 31 * 127), VNNI's int32 sums all 8
   constexpr int kParts = Q5 && D == DotU8S8::maddubs ? 2 : 1;
   __m256i s16[R][G];
   for (int part = 0; part < kParts; part++) {
-    q4k_rows8_part<D, R, G, High, Q5>(qv, qh, gb, s, 8 / kParts * part, 8 / kParts, xq, s16);
+    q4k_rows8_part<D, R, G, High, Q5>(qv, gb, 8 / kParts * part, 8 / kParts, xq, s16);
     for (int i = 0; i < G; i++) {
       const __m256i sc = rows8_u8_scales<D>(blk + i * gb + 32 + 8 * s);
       for (int j = 0; j < R; j++) isum[j][i] = _mm256_add_epi32(isum[j][i], rows8_scaled<D>(s16[j][i], sc));
@@ -162,16 +168,17 @@ template <DotU8S8 D, bool Q5, int R>
 [[gnu::always_inline]] inline void q4k_rows8_tall_block(const uint8_t* blk, int64_t b, const ActQ8_K* x,
                                                         const Rows8Bcast<R>& xb, __m256* acc, const uint8_t* next) {
   constexpr int kParts = Q5 && D == DotU8S8::maddubs ? 2 : 1;
-  const uint8_t* qh = blk + 1184;
   alignas(32) __m256i isum[R];
   for (int j = 0; j < R; j++) isum[j] = _mm256_setzero_si256();
   for (int s = 0; s < 8; s++) {
     rows8_prefetch_part<k4k_rows8_block<Q5>(), 8, _MM_HINT_T1>(next, 0, s);
-    const uint8_t* qv = blk + 160 + 256 * (s / 2);
+    const uint8_t* qv = q4k_rows8_values_at<Q5>(blk, s);
     const __m256i sc = rows8_u8_scales<D>(blk + 32 + 8 * s);
     __m256i v[8];
-    for (int g = 0; g < 8; g++) {
-      v[g] = s & 1 ? q4k_rows8_value<true, Q5>(qv, qh, s, g) : q4k_rows8_value<false, Q5>(qv, qh, s, g);
+    if constexpr (Q5) {
+      p5_rows8_all(qv, v);
+    } else {
+      for (int g = 0; g < 8; g++) v[g] = s & 1 ? q4k_rows8_value<true, Q5>(qv, g) : q4k_rows8_value<false, Q5>(qv, g);
     }
     for (int j = 0; j < R; j++) {
       const __m256i* xv = xb.at(s, j);

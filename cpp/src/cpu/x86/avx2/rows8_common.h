@@ -108,6 +108,56 @@ inline __m256i rows8_scaled(__m256i s, __m256i sc) {
 }
 
 
+// Bits [lo, lo + n) of each byte of the plane at p, moved to bit `to` (a 16-bit shift, then the
+// mask: bits shifted in from the neighbouring byte fall outside it).
+template <int kLo, int kN, int kTo>
+inline __m256i p5_rows8_field(const uint8_t* p) {
+  const __m256i x = _mm256_loadu_si256((const __m256i*)p);
+  const __m256i s = kLo >= kTo ? _mm256_srli_epi16(x, kLo - kTo) : _mm256_slli_epi16(x, kTo - kLo);
+  return _mm256_and_si256(s, _mm256_set1_epi8((char)(((1 << kN) - 1) << kTo)));
+}
+
+// k-group C of the 5-bit values' planes (cpu/repack.cpp: Q5_0, Q5_1, and each sub-block of Q5_K): k-groups 0-4 one AND each, 5 and 6 two
+// fields, 7 three: 23 vector operations for the 8 (the former nibble and fifth-bit planes took 35).
+template <int C>
+inline __m256i p5_rows8_values(const uint8_t* plane) {
+  if constexpr (C < 5) {
+    return p5_rows8_field<0, 5, 0>(plane + 32 * C);
+  } else if constexpr (C < 7) {
+    const uint8_t* p = plane + 64 * (C - 5);  // P0 and P1, or P2 and P3
+    return _mm256_or_si256(p5_rows8_field<5, 3, 0>(p), p5_rows8_field<5, 2, 3>(p + 32));
+  } else {
+    return _mm256_or_si256(p5_rows8_field<5, 3, 0>(plane + 128),
+                           _mm256_or_si256(p5_rows8_field<7, 1, 3>(plane + 32), p5_rows8_field<7, 1, 4>(plane + 96)));
+  }
+}
+
+// All 8 k-groups of the planes at `plane`.
+[[gnu::always_inline]] inline void p5_rows8_all(const uint8_t* plane, __m256i v[8]) {
+  v[0] = p5_rows8_values<0>(plane);
+  v[1] = p5_rows8_values<1>(plane);
+  v[2] = p5_rows8_values<2>(plane);
+  v[3] = p5_rows8_values<3>(plane);
+  v[4] = p5_rows8_values<4>(plane);
+  v[5] = p5_rows8_values<5>(plane);
+  v[6] = p5_rows8_values<6>(plane);
+  v[7] = p5_rows8_values<7>(plane);
+}
+
+// k-group g of the planes, g known where the caller's loop is unrolled.
+[[gnu::always_inline]] inline __m256i p5_rows8_value(const uint8_t* plane, int g) {
+  switch (g) {
+    case 0: return p5_rows8_values<0>(plane);
+    case 1: return p5_rows8_values<1>(plane);
+    case 2: return p5_rows8_values<2>(plane);
+    case 3: return p5_rows8_values<3>(plane);
+    case 4: return p5_rows8_values<4>(plane);
+    case 5: return p5_rows8_values<5>(plane);
+    case 6: return p5_rows8_values<6>(plane);
+    default: return p5_rows8_values<7>(plane);
+  }
+}
+
 // Outputs of rows [r, r + 8) that lie below r1.
 inline void rows8_store(float* y, int64_t r, int64_t r1, __m256 v) {
   if (r + 8 <= r1) {
