@@ -25,8 +25,12 @@
 //   Q5_K    Q4_K's d, dmin, sc and m (160 bytes) | sub-block s's 5-bit values (elements 32s ..
 //           32s + 31) at 160 + 160s in five planes, as Q5_0's: k-group q of the sub-block in
 //           the place of Q5_0's k-group q                                       (1440 bytes)
-//   Q3_K    d[8] f16 | sc[8 pairs u][8 rows][2] i8 (signed scales 2u, 2u + 1) | qs: word c of
-//           row r at 144 + 32c + 4r (c < 16) | hmask: word g of row r at 656 + 32g + 4r (912)
+//   Q3_K    d[8] f16 | sc[8 pairs u][8 rows][2] i8 (signed scales 2u, 2u + 1) | the 3-bit values
+//           q[k] (low 2 bits | hmask bit << 2) of chunk u (elements 32u .. 32u + 31) at 144 + 96u as
+//           three vectors X, Y, Z: byte i of row r at 4r + i of each holds k-groups 0 and 1 of the
+//           chunk (X), 2 and 3 (Y), 4 and 5 (Z) in bits 0..2 and 3..5 (element 32u + 4j + i), and in
+//           bits 6..7 k-group 6's bits 0..1 (X), its bit 2 and k-group 7's bit 0 (Y), k-group 7's
+//           bits 1..2 (Z) (so that k-groups 0-5 are one or two operations each)        (912 bytes)
 //   Q2_K    d[8] f16 | dmin[8] f16 | scales[8 pairs u][8 rows][2] (bytes 2u, 2u + 1 of the row's
 //           scales) | qs: word c of row r at 160 + 32c + 4r (c < 16)             (672 bytes)
 //   IQ4_XS  d[8] f16 | sc[8 sub-blocks][8 rows] i8 (ls - 32) | qs: word c of row r at
@@ -366,14 +370,32 @@ void q3k_pack_scales(const int sc[16], uint8_t* s) {
   }
 }
 
+// q[k] in [0, 8) of element k: ggml's dequantize_row_q3_K order, (qs >> 2j) & 3 of half n's byte
+// l plus 4 where hmask bit 4n + j is set (k = 128n + 32j + l).
+void q3k_values(const quant::block_q3_K& b, uint8_t q[256]) {
+  for (int k = 0; k < 256; k++) {
+    const int n = k / 128, j = k % 128 / 32, l = k % 32;
+    q[k] = (uint8_t)(((b.qs[32 * n + l] >> 2 * j) & 3) | ((b.hmask[l] >> (4 * n + j)) & 1) << 2);
+  }
+}
+
 void q3k_pack_block(const uint8_t* const src[8], uint8_t* dst) {
   for (int r = 0; r < 8; r++) {
     quant::block_q3_K b;
     std::memcpy(&b, src[r], sizeof b);
     std::memcpy(dst + 2 * r, &b.d, 2);
     for (int g = 0; g < 16; g++) dst[16 + 16 * (g / 2) + 2 * r + g % 2] = (uint8_t)(int8_t)quant::q3_K_scale(b.scales, g);
-    interleave_words(b.qs, 16, r, dst + 144);
-    interleave_words(b.hmask, 8, r, dst + 656);
+    uint8_t q[256];
+    q3k_values(b, q);
+    for (int u = 0; u < 8; u++) {
+      uint8_t* xyz = dst + 144 + 96 * u + 4 * r;
+      for (int i = 0; i < 4; i++) {
+        const uint8_t* v = q + 32 * u + i;  // k-group j's element at v[4j]
+        xyz[i] = (uint8_t)(v[0] | v[4] << 3 | (v[24] & 3) << 6);
+        xyz[32 + i] = (uint8_t)(v[8] | v[12] << 3 | (v[24] >> 2) << 6 | (v[28] & 1) << 7);
+        xyz[64 + i] = (uint8_t)(v[16] | v[20] << 3 | (v[28] >> 1) << 6);
+      }
+    }
   }
 }
 
@@ -383,8 +405,24 @@ void q3k_unpack_block(const uint8_t* src, int r, uint8_t* out) {
   int sc[16];
   for (int g = 0; g < 16; g++) sc[g] = (int8_t)src[16 + 16 * (g / 2) + 2 * r + g % 2];
   q3k_pack_scales(sc, b.scales);
-  gather_words(src + 144, 16, r, b.qs);
-  gather_words(src + 656, 8, r, b.hmask);
+  uint8_t q[256];
+  for (int u = 0; u < 8; u++) {
+    const uint8_t* xyz = src + 144 + 96 * u + 4 * r;
+    for (int i = 0; i < 4; i++) {
+      uint8_t* v = q + 32 * u + i;
+      const uint8_t x = xyz[i], y = xyz[32 + i], z = xyz[64 + i];
+      v[0] = x & 7, v[4] = (x >> 3) & 7, v[8] = y & 7, v[12] = (y >> 3) & 7, v[16] = z & 7, v[20] = (z >> 3) & 7;
+      v[24] = (uint8_t)(x >> 6 | (y >> 6 & 1) << 2);
+      v[28] = (uint8_t)(y >> 7 | (z >> 6) << 1);
+    }
+  }
+  std::memset(b.qs, 0, sizeof b.qs);
+  std::memset(b.hmask, 0, sizeof b.hmask);
+  for (int k = 0; k < 256; k++) {
+    const int n = k / 128, j = k % 128 / 32, l = k % 32;
+    b.qs[32 * n + l] |= (uint8_t)((q[k] & 3) << 2 * j);
+    b.hmask[l] |= (uint8_t)((q[k] >> 2) << (4 * n + j));
+  }
   std::memcpy(out, &b, sizeof b);
 }
 

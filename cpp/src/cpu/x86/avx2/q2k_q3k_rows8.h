@@ -1,7 +1,8 @@
 // Q2_K and Q3_K weights in the rows8 layout (cpu/repack.cpp) against Q8_K activations, AVX2.
 //
 // Per block (256 weights, 16 groups of 16) and activation row: the unsigned 2-bit (Q2_K) or
-// 3-bit (Q3_K: low 2 bits | hmask bit << 2) values' vpmaddubsw products over a group summed in
+// 3-bit (Q3_K: low 2 bits | hmask bit << 2, stored whole in the X, Y, Z vectors of
+// cpu/repack.cpp) values' vpmaddubsw products over a group summed in
 // int16, then one vpmaddwd by the group's scale. Q2_K's mins and Q3_K's -4 against the
 // activations' 16-sums by vpmaddwd: acc += d * xd * S - dmin * xd * M (Q2_K), or
 // acc += d * xd * (S - 4 O) (Q3_K). Tiles of up to 4 rows walk the row groups (k23_rows8_tile);
@@ -30,33 +31,36 @@ inline __m256i q2k_rows8_mins(const uint8_t* blk, int u) {
   return _mm256_srli_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i*)(blk + 32 + 16 * u))), 4);
 }
 
-// Where chunk u's values sit (elements 128p + 32f + ..., p = u / 4, f = u % 4): its 2-bit values in
-// the vectors from lo on, at bit 2f of each byte, and Q3_K's hmask bit at bit 4p + f of the hmask
-// vectors; worked out once per chunk, out of the per-k-group unpacking (k23_rows8_value).
+// Where chunk u's values sit (elements 32u .. 32u + 31): Q2_K's (p = u / 4, f = u % 4) in the
+// vectors from lo on, at bit 2f of each byte; Q3_K's in its X, Y, Z vectors at xyz. Worked out once
+// per chunk, out of the per-k-group unpacking (k23_rows8_value).
 template <bool Q3>
 struct K23Chunk {
   const uint8_t* lo;
-  const uint8_t* hmask;
   __m128i lo_shift;
-  int hs;  // hmask bit 4p + f to bit 2: a right shift by hs (a left one if negative)
 
   K23Chunk(const uint8_t* blk, int u)
-      : lo(blk + (Q3 ? 144 : 160) + 256 * (u / 4)), hmask(blk + 656), lo_shift(_mm_cvtsi32_si128(2 * (u % 4))),
-        hs(4 * (u / 4) + u % 4 - 2) {}
+      : lo(Q3 ? blk + 144 + 96 * u : blk + 160 + 256 * (u / 4)), lo_shift(_mm_cvtsi32_si128(Q3 ? 0 : 2 * (u % 4))) {}
 };
 
-// k-group g (elements 4g .. 4g + 3) of a chunk of the 8 rows: the 2-bit values, with Q3_K's hmask
-// bit as bit 2.
-template <bool Q3>
-[[gnu::always_inline]] inline __m256i k23_rows8_value(const K23Chunk<Q3>& c, int g) {
-  const __m256i lv = _mm256_loadu_si256((const __m256i*)(c.lo + 32 * g));
-  __m256i v = _mm256_and_si256(_mm256_srl_epi16(lv, c.lo_shift), _mm256_set1_epi8(3));
+// k-group G (elements 4G .. 4G + 3) of a chunk of the 8 rows: Q2_K's 2-bit values; Q3_K's 3-bit
+// ones, k-groups 0-5 one field of X, Y or Z (rows8_byte_field), 6 and 7 two: 19 vector operations
+// for the 8 (the former 2-bit and hmask planes took 7 a k-group).
+template <bool Q3, int G>
+[[gnu::always_inline]] inline __m256i k23_rows8_value(const K23Chunk<Q3>& c) {
   if constexpr (Q3) {
-    const __m256i hv = _mm256_loadu_si256((const __m256i*)(c.hmask + 32 * g));
-    const __m256i h = c.hs >= 0 ? _mm256_srl_epi16(hv, _mm_cvtsi32_si128(c.hs)) : _mm256_sll_epi16(hv, _mm_cvtsi32_si128(-c.hs));
-    v = _mm256_or_si256(v, _mm256_and_si256(h, _mm256_set1_epi8(4)));
+    const uint8_t* X = c.lo;
+    if constexpr (G < 6) {
+      return rows8_byte_field<3 * (G % 2), 3, 0>(X + 32 * (G / 2));
+    } else if constexpr (G == 6) {
+      return _mm256_or_si256(rows8_byte_field<6, 2, 0>(X), rows8_byte_field<6, 1, 2>(X + 32));
+    } else {
+      return _mm256_or_si256(rows8_byte_field<7, 1, 0>(X + 32), rows8_byte_field<6, 2, 1>(X + 64));
+    }
+  } else {
+    const __m256i lv = _mm256_loadu_si256((const __m256i*)(c.lo + 32 * G));
+    return _mm256_and_si256(_mm256_srl_epi16(lv, c.lo_shift), _mm256_set1_epi8(3));
   }
-  return v;
 }
 
 template <bool Q3, int R>
@@ -101,16 +105,16 @@ template <bool Q3, int R>
         const __m256i pair = k23_rows8_scales<Q3>(blk, u);
         const K23Chunk<Q3> chunk(blk, u);
         for (int j = 0; j < R; j++) xq[j] = x[j].qs + 256 * b + 32 * u;
-        for (int half = 0; half < 2; half++) {
+        rows8_unroll<0, 2>([&](auto half) {
           const __m256i sc = rows8_pair_half(pair, half);
           __m256i s16[R];
           for (int j = 0; j < R; j++) s16[j] = _mm256_setzero_si256();
-          for (int g = 4 * half; g < 4 * half + 4; g++) {
-            const __m256i v = k23_rows8_value(chunk, g);
+          rows8_unroll<4 * decltype(half)::value, 4 * decltype(half)::value + 4>([&](auto g) {
+            const __m256i v = k23_rows8_value<Q3, decltype(g)::value>(chunk);
             for (int j = 0; j < R; j++) s16[j] = _mm256_add_epi16(s16[j], _mm256_maddubs_epi16(v, rows8_bcast(xq[j] + 4 * g)));
-          }
+          });
           for (int j = 0; j < R; j++) isum[j] = _mm256_add_epi32(isum[j], _mm256_madd_epi16(s16[j], sc));
-        }
+        });
       }
       k23_rows8_finish<Q3, R>(blk, b, x, isum, acc);
     }
@@ -129,7 +133,7 @@ template <bool Q3, int R>
   const __m256i sc[2] = {rows8_pair_half(pair, false), rows8_pair_half(pair, true)};
   __m256i v[8];
   const K23Chunk<Q3> chunk(blk, u);
-  for (int g = 0; g < 8; g++) v[g] = k23_rows8_value(chunk, g);
+  rows8_unroll<0, 8>([&](auto g) { v[g] = k23_rows8_value<Q3, decltype(g)::value>(chunk); });
   // chunk u's 32 weights of row j broadcast: xb's sub-block u, k-groups 0-7
   for (int j = 0; j < R; j++) {
     const __m256i* xv = xb.at(u, j);

@@ -49,6 +49,16 @@ inline __m256i rows8_bcast(const int8_t* p) {
   return _mm256_set1_epi32(v);
 }
 
+// f(std::integral_constant<int, I>{}) for I = Lo .. Hi - 1 in turn: a loop whose index the body
+// needs as a compile-time constant (which field of a layout a k-group takes).
+template <int Lo, int Hi, class F>
+[[gnu::always_inline]] inline void rows8_unroll(F&& f) {
+  if constexpr (Lo < Hi) {
+    f(std::integral_constant<int, Lo>{});
+    rows8_unroll<Lo + 1, Hi>(f);
+  }
+}
+
 // 8 bytes (one per row) as int16 pairs (v, v) in each 32-bit lane: the multiplier of a
 // pairwise-summed int16 vector in vpmaddwd.
 inline __m256i rows8_u8_pairs(const uint8_t* p) {
@@ -111,7 +121,7 @@ inline __m256i rows8_scaled(__m256i s, __m256i sc) {
 // Bits [lo, lo + n) of each byte of the plane at p, moved to bit `to` (a 16-bit shift, then the
 // mask: bits shifted in from the neighbouring byte fall outside it).
 template <int kLo, int kN, int kTo>
-inline __m256i p5_rows8_field(const uint8_t* p) {
+inline __m256i rows8_byte_field(const uint8_t* p) {
   const __m256i x = _mm256_loadu_si256((const __m256i*)p);
   const __m256i s = kLo >= kTo ? _mm256_srli_epi16(x, kLo - kTo) : _mm256_slli_epi16(x, kTo - kLo);
   return _mm256_and_si256(s, _mm256_set1_epi8((char)(((1 << kN) - 1) << kTo)));
@@ -122,13 +132,13 @@ inline __m256i p5_rows8_field(const uint8_t* p) {
 template <int C>
 inline __m256i p5_rows8_values(const uint8_t* plane) {
   if constexpr (C < 5) {
-    return p5_rows8_field<0, 5, 0>(plane + 32 * C);
+    return rows8_byte_field<0, 5, 0>(plane + 32 * C);
   } else if constexpr (C < 7) {
     const uint8_t* p = plane + 64 * (C - 5);  // P0 and P1, or P2 and P3
-    return _mm256_or_si256(p5_rows8_field<5, 3, 0>(p), p5_rows8_field<5, 2, 3>(p + 32));
+    return _mm256_or_si256(rows8_byte_field<5, 3, 0>(p), rows8_byte_field<5, 2, 3>(p + 32));
   } else {
-    return _mm256_or_si256(p5_rows8_field<5, 3, 0>(plane + 128),
-                           _mm256_or_si256(p5_rows8_field<7, 1, 3>(plane + 32), p5_rows8_field<7, 1, 4>(plane + 96)));
+    return _mm256_or_si256(rows8_byte_field<5, 3, 0>(plane + 128),
+                           _mm256_or_si256(rows8_byte_field<7, 1, 3>(plane + 32), rows8_byte_field<7, 1, 4>(plane + 96)));
   }
 }
 
