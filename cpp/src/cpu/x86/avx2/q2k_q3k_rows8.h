@@ -32,15 +32,15 @@ inline __m256i q2k_rows8_mins(const uint8_t* blk, int u) {
 }
 
 // Where chunk u's values sit (elements 32u .. 32u + 31): Q2_K's (p = u / 4, f = u % 4) in the
-// vectors from lo on, at bit 2f of each byte; Q3_K's in its X, Y, Z vectors at xyz. Worked out once
-// per chunk, out of the per-k-group unpacking (k23_rows8_value).
+// vectors from `at` on, at bit lo_shift = 2f of each byte; Q3_K's in its X, Y, Z vectors from `at`
+// on. Worked out once per chunk, out of the per-k-group unpacking (k23_rows8_value).
 template <bool Q3>
 struct K23Chunk {
-  const uint8_t* lo;
-  __m128i lo_shift;
+  const uint8_t* at;
+  __m128i lo_shift;  // Q2_K
 
   K23Chunk(const uint8_t* blk, int u)
-      : lo(Q3 ? blk + 144 + 96 * u : blk + 160 + 256 * (u / 4)), lo_shift(_mm_cvtsi32_si128(Q3 ? 0 : 2 * (u % 4))) {}
+      : at(Q3 ? blk + 144 + 96 * u : blk + 160 + 256 * (u / 4)), lo_shift(_mm_cvtsi32_si128(Q3 ? 0 : 2 * (u % 4))) {}
 };
 
 // k-group G (elements 4G .. 4G + 3) of a chunk of the 8 rows: Q2_K's 2-bit values; Q3_K's 3-bit
@@ -49,7 +49,7 @@ struct K23Chunk {
 template <bool Q3, int G>
 [[gnu::always_inline]] inline __m256i k23_rows8_value(const K23Chunk<Q3>& c) {
   if constexpr (Q3) {
-    const uint8_t* X = c.lo;
+    const uint8_t* X = c.at;
     if constexpr (G < 6) {
       return rows8_byte_field<3 * (G % 2), 3, 0>(X + 32 * (G / 2));
     } else if constexpr (G == 6) {
@@ -58,7 +58,7 @@ template <bool Q3, int G>
       return _mm256_or_si256(rows8_byte_field<7, 1, 0>(X + 32), rows8_byte_field<6, 2, 1>(X + 64));
     }
   } else {
-    const __m256i lv = _mm256_loadu_si256((const __m256i*)(c.lo + 32 * G));
+    const __m256i lv = _mm256_loadu_si256((const __m256i*)(c.at + 32 * G));
     return _mm256_and_si256(_mm256_srl_epi16(lv, c.lo_shift), _mm256_set1_epi8(3));
   }
 }
