@@ -194,21 +194,30 @@ def test_the_pool_takes_its_thread_back_soon_after_the_busy_process_ends():
     timed one would come 2 s later; the loop's CPU lying idle brings the thread back first."""
     if len(set(busy_cpus())) < 2:
         pytest.skip("needs two CPUs: the pool's two threads share a single one for good")
-    r = run_pinned("""
-        import threading
-        from quickdraft import _core
-        p = busy()
-        threading.Timer(2.4, p.kill).start()
-        regions, wrong, changes = _core._testing.pool_regions(2, 4.0, 8, 3000)
-        p.wait()
-        print(repr((regions, wrong, changes)))
-    """)
-    assert r.returncode == 0, r.stderr
-    regions, wrong, changes = eval(r.stdout)
-    assert regions > 0 and wrong == 0
-    assert any(n == 1 and t < 0.5 for t, n in changes), changes
-    last_t, last_n = changes[-1]
-    assert last_n == 2 and 2.4 < last_t < 3.0, changes  # back within 0.6 s of the loop's end, and kept
+    # The thread comes back only where the CPUs lie idle after the loop's end: a process of
+    # anyone else's running then (a build beside a CI run) rightly keeps it out. Three tries, so
+    # that such a neighbour's moment does not fail the test, while a pool that never takes its
+    # thread back fails all three.
+    tries = []
+    for _ in range(3):
+        r = run_pinned("""
+            import threading
+            from quickdraft import _core
+            p = busy()
+            threading.Timer(2.4, p.kill).start()
+            regions, wrong, changes = _core._testing.pool_regions(2, 4.0, 8, 3000)
+            p.wait()
+            print(repr((regions, wrong, changes)))
+        """)
+        assert r.returncode == 0, r.stderr
+        regions, wrong, changes = eval(r.stdout)
+        assert regions > 0 and wrong == 0  # results stay right whatever the timing
+        assert any(n == 1 and t < 0.5 for t, n in changes), changes  # the busy loop takes a thread out
+        last_t, last_n = changes[-1]
+        if last_n == 2 and 2.4 < last_t < 3.0:  # back within 0.6 s of the loop's end, and kept
+            return
+        tries.append(changes)
+    pytest.fail(f"the thread did not come back within 0.6 s of the busy loop's end in 3 tries: {tries}")
 
 
 def test_a_generation_beside_a_busy_process_is_the_one_thread_generation(tmp_path):
