@@ -3,7 +3,7 @@
 // Per block (256 weights, 8 sub-blocks of 32) and activation row: the codebook values (signed)
 // through the sign trick, each k-group's vpmaddubsw products (at most 2 * 127 * 127 per lane)
 // multiplied by the sub-block's scale ls - 32 in vpmaddwd; acc += d * xd * S, one FMA per block.
-// Tiles of up to 4 rows walk the row groups (iq4xs_rows8_tile); taller ones under AVX2 are tall
+// Tiles of up to 5 rows walk the row groups (iq4xs_rows8_tile); taller ones under AVX2 are tall
 // tiles (iq4xs_rows8_tall_block) with the same integers and block ends.
 #pragma once
 #include "cpu/x86/avx2/rows8_common.h"
@@ -39,7 +39,7 @@ template <int R>
   }
 }
 
-// The tiles of up to 4 rows (8 under AVX-512), walking the row groups one at a time.
+// The tiles of up to 5 rows (8 under AVX-512), walking the row groups one at a time.
 template <int R>
 [[gnu::noinline]] void iq4xs_rows8_tile(const Matrix& w, int64_t r0, int64_t r1, const ActQ8_K* x, float* y,
                       int64_t ldy) {
@@ -93,7 +93,7 @@ template <int R>
 }
 
 // Block b of one row group against R rows broadcast in xb, into acc[R] (the tall tiles:
-// rows8_tall, from 5 rows under AVX2): each sub-block's vectors unpacked once for all rows, half
+// rows8_tall, from 6 rows under AVX2): each sub-block's vectors unpacked once for all rows, half
 // a sub-block at a time (iq4xs_rows8_tall_half), with the walk tile's integers and block end.
 // next is the block two groups on, prefetched into L2 a part per sub-block.
 template <int R>

@@ -5,7 +5,7 @@
 // cpu/repack.cpp) values' vpmaddubsw products over a group summed in
 // int16, then one vpmaddwd by the group's scale. Q2_K's mins and Q3_K's -4 against the
 // activations' 16-sums by vpmaddwd: acc += d * xd * S - dmin * xd * M (Q2_K), or
-// acc += d * xd * (S - 4 O) (Q3_K). Tiles of up to 4 rows walk the row groups (k23_rows8_tile);
+// acc += d * xd * (S - 4 O) (Q3_K). Tiles of up to 5 rows walk the row groups (k23_rows8_tile);
 // taller ones under AVX2 are tall tiles (k23_rows8_tall_block) with the same integers and block
 // ends.
 #pragma once
@@ -84,7 +84,7 @@ template <bool Q3, int R>
   }
 }
 
-// The tiles of up to 4 rows (8 under AVX-512), walking the row groups one at a time.
+// The tiles of up to 5 rows (8 under AVX-512), walking the row groups one at a time.
 template <bool Q3, int R>
 [[gnu::noinline]] void k23_rows8_tile(const Matrix& w, int64_t r0, int64_t r1, const ActQ8_K* x, float* y,
                     int64_t ldy) {
@@ -153,7 +153,7 @@ template <bool Q3, int R>
 }
 
 // Block b of one row group against R rows broadcast in xb, into acc[R] (the tall tiles:
-// rows8_tall, from 5 rows under AVX2): chunk by chunk (k23_rows8_tall_pair), then the walk
+// rows8_tall, from 6 rows under AVX2): chunk by chunk (k23_rows8_tall_pair), then the walk
 // tile's block end. next is the block two groups on, prefetched into L2 a part per chunk.
 template <bool Q3, int R>
 [[gnu::always_inline]] inline void k23_rows8_tall_block(const uint8_t* blk, int64_t b, const ActQ8_K* x,

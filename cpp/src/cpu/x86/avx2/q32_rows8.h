@@ -7,7 +7,7 @@
 // time; then acc += d * xd * S,
 // plus the offset times an activation block sum: Q4_0's -8 d and Q5_0's -16 d times d * sum (s),
 // Q4_1/Q5_1's m times llama.cpp's FP16-rounded block_q8_1 sum (sm, as the GGUF-layout kernels):
-// two FMAs per block. Tiles of up to 4 rows walk the row groups one at a time
+// two FMAs per block. Tiles of up to 5 rows walk the row groups one at a time
 // (q32_rows8_tile); taller ones under AVX2 are tall tiles (q32_rows8_tall_block) with the same
 // integers and block ends.
 #pragma once
@@ -110,7 +110,7 @@ template <class F, int R>
   }
 }
 
-// The tiles of up to 4 rows, walking the row groups of [r0, r1) one at a time, block after block.
+// The tiles of up to 5 rows, walking the row groups of [r0, r1) one at a time, block after block.
 template <class F, int R>
 [[gnu::noinline]] void q32_rows8_tile(const Matrix& w, int64_t r0, int64_t r1, const ActQ8_0* x, float* y,
                     int64_t ldy) {
@@ -186,8 +186,8 @@ template <class F, int R, int H>
 }
 
 // Block b of one row group against R rows broadcast in xb, into acc[R] (the tall tiles:
-// rows8_tall, from 5 rows under AVX2). The block's 8 value vectors unpacked once for all rows
-// (the walk tile unpacks them once per tile of up to 4) and kept in registers while row by row
+// rows8_tall, from 6 rows under AVX2). The block's 8 value vectors unpacked once for all rows
+// (the walk tile unpacks them once per tile of up to 5) and kept in registers while row by row
 // their products with the broadcast activations (memory operands) run in int16 sums of a span
 // (two chains, joined), each folded by vpmaddwd; signed types half a block at a time
 // (q32_rows8_tall_half). The same integers as the walk tile's, then its block end

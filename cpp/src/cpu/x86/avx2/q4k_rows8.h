@@ -93,8 +93,8 @@ inline void q4k_rows8_part(const uint8_t* qv, size_t gb, int g0, int n, const in
 
 // Sub-block s of G row groups (the i-th at blk + i * gb) times its scale into isum[j][i]: each
 // vector unpacked once, the rows' int16 sums over all 8 k-groups kept in registers, one vpmaddwd
-// per row and group. For up to 4 rows under AVX2 and 8 under AVX-512; AVX2's 16 registers cannot
-// hold those sums for more, and its taller tiles take q4k_rows8_tall_block instead.
+// per row and group. For up to 5 rows under AVX2 (5 one group at a time) and 8 under AVX-512; AVX2's
+// 16 registers cannot hold those sums for more, and its taller tiles take q4k_rows8_tall_block instead.
 template <DotU8S8 D, int R, int G, bool High, bool Q5>
 inline void q4k_rows8_sub(const uint8_t* blk, size_t gb, int s, const int8_t* const* xq, __m256i (*isum)[G]) {
   const uint8_t* qv = q4k_rows8_values_at<Q5>(blk, s);
@@ -133,7 +133,7 @@ template <int R>
 }
 
 // Block b of G row groups (the i-th at blk + i * kBlock, its accumulators at acc + i * acc_stride)
-// against R activation rows, into acc[R] (the tiles of up to 4 rows under AVX2, 8 under AVX-512,
+// against R activation rows, into acc[R] (the tiles of up to 5 rows under AVX2, 8 under AVX-512,
 // walked by rows8_run_chunked).
 template <DotU8S8 D, bool Q5, int R, int G>
 [[gnu::always_inline]] inline void q4k_rows8_block(const uint8_t* blk, int64_t b, const ActQ8_K* x, __m256* acc,

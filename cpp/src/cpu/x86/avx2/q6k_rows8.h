@@ -98,7 +98,7 @@ template <DotU8S8 D, int R>
   }
 }
 
-// Block b of one row group against R activation rows, into acc[R] (the tiles of up to 4 rows
+// Block b of one row group against R activation rows, into acc[R] (the tiles of up to 5 rows
 // under AVX2, 8 under AVX-512, walked by rows8_run_chunked).
 template <DotU8S8 D, int R>
 [[gnu::always_inline]] inline void q6k_rows8_block(const uint8_t* blk, int64_t b, const ActQ8_K* x, __m256* acc) {

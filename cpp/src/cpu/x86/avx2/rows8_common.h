@@ -38,9 +38,13 @@ constexpr int kRows8Registers = 16;
 #endif
 
 // Whether a tile of R activation rows is a tall tile (rows8_tall), where the kernel has one: the
-// taller tiles under AVX2, whose 16 registers cannot hold every row's int16 sums across a group of
-// weight vectors, so that the tall tiles take the vectors row by row from broadcast activations.
-constexpr bool rows8_is_tall(int R) { return R > 4 && kRows8Registers < 32; }
+// tiles of 6 rows or more under AVX2, whose 16 registers cannot hold every row's int16 sums across
+// a group of weight vectors, so that the tall tiles take the vectors row by row from broadcast
+// activations. 5 rows still fit, one row group at a time (rows8_walk_groups): Zen 4, forced AVX2,
+// the forward of 5 tokens (bench/ab_builds.py, 20-24 pairs, against the tall tile) 0.946 of the
+// time on the 1.5B (Q4_K, Q6_K), 0.942 on the 0.5B (Q5_0, Q8_0), the same logits; in cache (1536 x
+// 1536, one thread) Q4_K 0.95, Q6_K and Q8_0 level. A forward of 9 tokens (5 + 4) reads 1.03.
+constexpr bool rows8_is_tall(int R) { return R > 5 && kRows8Registers < 32; }
 
 // 4 activation bytes broadcast to every 32-bit lane.
 inline __m256i rows8_bcast(const int8_t* p) {
@@ -313,8 +317,9 @@ inline void rows8_run(const Matrix& w, int64_t r0, int64_t r1, const uint8_t* ac
 // of the time; AVX-512 (its walk tiles go up to 8 rows) 1.01 / 0.925 / 0.903, level at 6 and 8. In
 // cache (1536 x 1536, one thread, forced AVX2) n = 2 / 3 / 4 7 / 10 / 7 % faster. At one row the
 // pair is 6 % faster in cache but 2-4 % slower from slow memory (the decode), and Q6_K's pair
-// (every k-group's 4 value vectors of both groups live at once) 6-8 % slower in cache.
-constexpr int rows8_walk_groups(int R) { return R >= 2 ? 2 : 1; }
+// (every k-group's 4 value vectors of both groups live at once) 6-8 % slower in cache. AVX2's
+// tiles of 5 rows take one group at a time: two groups' sums would not fit in its 16 registers.
+constexpr int rows8_walk_groups(int R) { return R >= 2 && (R <= 4 || kRows8Registers == 32) ? 2 : 1; }
 
 // Block b of a span's ng row groups (the first at row, block_bytes apart) against one tile of
 // activation rows: block(G, blk, b, acc, acc_stride) adds block b of G consecutive groups, the

@@ -15,8 +15,9 @@ namespace {
 // kMaxK: the tallest tile of the K-quant kernels, kMaxQ32 that of the 32-weight types. The AVX-512
 // table (32 registers) takes 8 for the K-quants: Q4_K / Q6_K n = 8, 1 thread, Zen 4: 10-12 %
 // faster than 4, while the 32-weight types' walk tiles lose at 8 (Q4_0 n = 8: 7 %) and stay at 4.
-// The AVX2 table takes 8 for all: their tiles of 5-8 rows are tall tiles (rows8_tall: weights row
-// by row against broadcast activations), against the walk tiles of up to 4 before them:
+// The AVX2 table takes 8 for all: their tiles of 6-8 rows are tall tiles (rows8_tall: weights row
+// by row against broadcast activations; 5 rows walk, rows8_is_tall), against the walk tiles of up
+// to 4 before them (the measurements below date from tall tiles of 5-8 rows):
 // - 2048 x 1536, n = 8, 1 thread, Zen 4, forced AVX2: Q4_K 0.207 ms, Q6_K 0.263 ms, against 0.219
 //   and 0.294 in the row-by-row tiles before them, which were themselves 3 % and 17 % faster than
 //   two tiles of 4;
