@@ -148,14 +148,7 @@ inline __m256i p5_rows8_values(const uint8_t* plane) {
 
 // All 8 k-groups of the planes at `plane`.
 [[gnu::always_inline]] inline void p5_rows8_all(const uint8_t* plane, __m256i v[8]) {
-  v[0] = p5_rows8_values<0>(plane);
-  v[1] = p5_rows8_values<1>(plane);
-  v[2] = p5_rows8_values<2>(plane);
-  v[3] = p5_rows8_values<3>(plane);
-  v[4] = p5_rows8_values<4>(plane);
-  v[5] = p5_rows8_values<5>(plane);
-  v[6] = p5_rows8_values<6>(plane);
-  v[7] = p5_rows8_values<7>(plane);
+  rows8_unroll<0, 8>([&](auto c) { v[c] = p5_rows8_values<decltype(c)::value>(plane); });
 }
 
 // k-group g of the planes, g known where the caller's loop is unrolled.
