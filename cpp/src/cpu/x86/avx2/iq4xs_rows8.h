@@ -95,7 +95,7 @@ template <int R>
 // Block b of one row group against R rows broadcast in xb, into acc[R] (the tall tiles:
 // rows8_tall, from 6 rows under AVX2): each sub-block's vectors unpacked once for all rows, half
 // a sub-block at a time (iq4xs_rows8_tall_half), with the walk tile's integers and block end.
-// next is the block two groups on, prefetched into L2 a part per sub-block.
+// next is the block rows8_tall prefetches (some groups on), into L2 a part per sub-block.
 template <int R>
 [[gnu::always_inline]] inline void iq4xs_rows8_tall_block(const uint8_t* blk, int64_t b, const ActQ8_K* x,
                                                           const Rows8Bcast<R>& xb, __m256* acc, const uint8_t* next) {

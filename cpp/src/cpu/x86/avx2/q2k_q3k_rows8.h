@@ -154,7 +154,7 @@ template <bool Q3, int R>
 
 // Block b of one row group against R rows broadcast in xb, into acc[R] (the tall tiles:
 // rows8_tall, from 6 rows under AVX2): chunk by chunk (k23_rows8_tall_pair), then the walk
-// tile's block end. next is the block two groups on, prefetched into L2 a part per chunk.
+// tile's block end. next is the block rows8_tall prefetches (some groups on), into L2 a part per chunk.
 template <bool Q3, int R>
 [[gnu::always_inline]] inline void k23_rows8_tall_block(const uint8_t* blk, int64_t b, const ActQ8_K* x,
                                                         const Rows8Bcast<R>& xb, __m256* acc, const uint8_t* next) {

@@ -191,7 +191,7 @@ template <class F, int R, int H>
 // their products with the broadcast activations (memory operands) run in int16 sums of a span
 // (two chains, joined), each folded by vpmaddwd; signed types half a block at a time
 // (q32_rows8_tall_half). The same integers as the walk tile's, then its block end
-// (q32_rows8_finish): the same floats. next is the block two groups on (rows8_tall), prefetched
+// (q32_rows8_finish): the same floats. next is the block some groups on (rows8_tall), prefetched
 // into L2.
 template <class F, int R>
 [[gnu::always_inline]] inline void q32_rows8_tall_block(const uint8_t* blk, int64_t b, const ActQ8_0* x,

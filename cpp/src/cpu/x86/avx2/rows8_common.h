@@ -241,7 +241,7 @@ inline void rows8_prefetch(const uint8_t* p, size_t bytes, size_t ahead) {
 // q4k_rows8_part's two chains; AVX-512 n = 8 0.923. The whole block's prefetch unrolled (no loop
 // between the prefetches) measured 4-9 % slower than either. Q6_K's tile of up to 4 rows, spread
 // over its 8 pairs, measured 1.00-1.04 (slow memory) and keeps rows8_prefetch. The tall tiles use
-// it with kHint T1 for the block two groups on (rows8_tall).
+// it with kHint T1 for a block some groups on (rows8_tall).
 template <size_t kBytes, int kParts, int kHint = _MM_HINT_T0>
 [[gnu::always_inline]] inline void rows8_prefetch_part(const uint8_t* p, size_t ahead, int part) {
   constexpr size_t kLines = (kBytes + 63) / 64, kPer = (kLines + kParts - 1) / kParts;
@@ -406,13 +406,22 @@ constexpr size_t kRows8TallBcastBytes = 20 * 1024;
 // blocks stay in L1 together.
 constexpr int kRows8TallGroups = 32;
 
+// How far ahead of its block a rows8_tall pass prefetches, in blocks of its walk: the block this
+// many groups on (at least two), at the same place in the run. Zen 4, forced AVX2, the 1.5B's
+// forward of n tokens (bench/ab_builds.py, 16 pairs per n, Q4_K and Q6_K, one block a run), 8
+// groups on against 2: n = 6 / 7 / 8 / 12 / 16 0.911-0.925 / 0.955 / 0.961-0.992 / 0.962 / 0.989
+// of the time; 4 groups n = 6 / 8 0.923 / 0.961, 8 against 4 0.991 / 0.982, 16 against 8 1.051 /
+// 1.019. The 32-weight types, whose runs hold 10-13 blocks at 6-8 rows, keep 2 groups (20-26
+// blocks): on the 0.5B (Q5_0, Q8_0) 8 groups read 1.09-1.11, 4 groups 1.03, 1 group level.
+constexpr int kRows8TallAheadBlocks = 8;
+
 // The tall tiles' loop order: the R activation rows against the row groups of [r0, r1) a run of
 // blocks at a time instead of group by group, so that each run's broadcasts (Rows8Bcast) serve
 // kRows8TallGroups groups: four chunks of the layout (rows8_order.h), each read as a sequential
 // stream. block(blk, b, xb, acc, next) adds block b of the group at blk into its R accumulators, and
 // must do so with the FMAs, in the order, of the group-by-group tile: each output still takes its
 // blocks in order, so it gets the same floats in the same order and the results do not depend on
-// the loop order. next is the block two groups on in the walk, which block prefetches into L2
+// the loop order. next is the block kAhead groups on in the walk, which block prefetches into L2
 // (T1), a few lines per sub-block (rows8_prefetch_part): without any prefetch the 1.5B's forward of
 // 8 / 5 tokens takes 1.39x / 1.71x the time, in chunks of 8 groups too (the hardware prefetcher
 // does not take up the 4 streams); the whole block's 19-27 lines prefetched in one loop before the
@@ -426,6 +435,7 @@ template <int R, class Bcast = Rows8Bcast<R>, class Act, class BlockFn>
 inline void rows8_tall(const Matrix& w, size_t block_bytes, int64_t r0, int64_t r1, const Act* x, float* y,
                        int64_t ldy, BlockFn&& block) {
   constexpr int kRun = std::max(1, (int)(kRows8TallBcastBytes / (R * Bcast::kRowBytes)));  // blocks per run
+  constexpr int kAhead = std::max(2, kRows8TallAheadBlocks / kRun);  // groups
   const int64_t nb = w.cols / Bcast::kWeights;
   Bcast xb[kRun];
   __m256 acc[kRows8TallGroups][R];
@@ -448,8 +458,8 @@ inline void rows8_tall(const Matrix& w, size_t block_bytes, int64_t r0, int64_t 
       for (int i = 0; i < run; i++) xb[i].fill(x, b0 + i);
       for (int g = 0; g < ng; g++) {
         const uint8_t* blk = base[g] + (size_t)b0 * stride[g];
-        const int h = (g + 2) % ng;  // two on, in this run or the next
-        const uint8_t* next = base[h] + (size_t)(b0 + (g + 2) / ng * run) * stride[h];
+        const int on = g + kAhead, h = on % ng;  // kAhead groups on, in this run or the next
+        const uint8_t* next = base[h] + (size_t)(b0 + (on >= ng ? run : 0)) * stride[h];
         for (int i = 0; i < run; i++) block(blk + i * stride[g], b0 + i, xb[i], acc[g], next + i * stride[h]);
       }
     }
