@@ -27,7 +27,11 @@ with its ratio to plain decoding's (median of each turn's own ratio), and for a 
 sources (the hybrid's model and n-gram, a windowed draft model's lookup) each one's kept / drafted.
 All engines stay loaded and take turns, so load changes on a shared machine hit each alike;
 with --reps N each cell shows the median of N runs, and "vs plain" the median of N ratios, each
-run against the plain run of its own turn.
+run against the plain run of its own turn. --control adds a second plain engine (its own copy
+of the weights, as every engine has): its "vs plain" is what a ratio reads with nothing changed.
+On this project's VM, whose memory switches speed within seconds, that A/A ratio read 0.995-1.08
+as a median of 6 turns (Zen 4, forced AVX2, 2026-12-08): a drafter within a few percent of 1.0x
+needs many turns, not three.
 """
 
 from __future__ import annotations
@@ -154,6 +158,8 @@ def run(args, texts: dict | None = None) -> list[dict]:
             engines[drafter + suffix] = Engine(args.target, draft=drafter_arg(drafter, args.draft), n_ctx=n_ctx,
                                                threads=args.threads, draft_max=args.draft_max, p_min=args.p_min,
                                                adaptive=not args.fixed, **levers)
+    if args.control:  # a second plain engine: its ratio to the first is the noise every ratio carries
+        engines["none (control)"] = Engine(args.target, draft=None, n_ctx=n_ctx, threads=args.threads)
     kw = dict(max_tokens=args.max_tokens, temperature=args.temperature, seed=args.seed, ignore_eos=True)
     for engine in engines.values():
         engine.generate("Hello", **{**kw, "max_tokens": 4})  # warm-up: page cache, thread pools
@@ -251,6 +257,8 @@ def parser() -> argparse.ArgumentParser:
                    help="draft draft_max tokens every step (p_min still stops early) instead of lengths chosen "
                         "from measured time: greedy acceptance is then the same on any machine, under any load")
     p.add_argument("--reps", type=int, default=1, help="runs per cell (the median is shown)")
+    p.add_argument("--control", action="store_true",
+                   help="add a second plain engine, \"none (control)\": its ratio to plain is the A/A spread of the ratios")
     p.add_argument("--json", default=None, help="also write the rows to this file")
     return p
 
